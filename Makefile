@@ -1,0 +1,129 @@
+# posixtrace -- see README.md.  `make`, `make test`, `make demo`, `make bench`,
+# `make install PREFIX=DIR`.  `make SANITIZE=1` builds into build-asan/ with
+# ASan+UBSan.
+VERSION      := 0.1.0
+SOVERSION    := 1
+PREFIX       ?= /usr/local
+SANITIZE     ?=
+BUILD        ?= $(if $(SANITIZE),build-asan,build)
+
+CXX          ?= g++
+CLANG        ?= clang
+BPFTOOL      ?= bpftool
+ARCH         := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+WARNINGS     := -Wall -Wextra -Wno-missing-field-initializers
+comma        := ,
+SAN_FLAGS    := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+CXXFLAGS     ?= -O2 -g
+CXXFLAGS     += -std=c++20 $(WARNINGS) $(SAN_FLAGS) -fPIC -pthread \
+                -Iinclude -Iuserspace/lib -Ibpf -I$(BUILD)/gen \
+                -DPOSIXTRACE_VERSION='"$(VERSION)"'
+CFLAGS_C     := -O2 -g -std=gnu11 $(WARNINGS) $(SAN_FLAGS) -Iinclude -pthread
+LDLIBS_LIB   := -lbpf -lelf -lz -pthread
+LDFLAGS      += $(SAN_FLAGS)
+
+LIB_SRCS     := $(shell find userspace/lib -name '*.cpp' | sort)
+LIB_OBJS     := $(LIB_SRCS:%.cpp=$(BUILD)/obj/%.o)
+CLI_SRCS     := $(shell find userspace/cli -name '*.cpp' | sort)
+CLI_OBJS     := $(CLI_SRCS:%.cpp=$(BUILD)/obj/%.o)
+TEST_SRCS    := $(shell find tests -name '*.cpp' | sort)
+TEST_OBJS    := $(TEST_SRCS:%.cpp=$(BUILD)/obj/%.o)
+BENCH_SRCS   := $(wildcard bench/*.cpp)
+BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%)
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
+
+SKEL         := $(BUILD)/gen/posixtrace.skel.h
+BPF_OBJ      := $(BUILD)/gen/posixtrace.bpf.o
+VMLINUX      := $(BUILD)/gen/vmlinux.h
+SHLIB        := $(BUILD)/lib/libposixtrace.so.$(SOVERSION)
+STLIB        := $(BUILD)/lib/libposixtrace.a
+CLI          := $(BUILD)/bin/posixtrace
+TESTS        := $(BUILD)/tests/posixtrace-tests
+RPATH        := -Wl,-rpath,'$$ORIGIN/../lib'
+
+.PHONY: all test demo bench install clean deps format
+all: $(SHLIB) $(STLIB) $(CLI) $(TESTS) $(EXAMPLE_BINS) $(BENCH_BINS)
+
+deps:
+	@scripts/install-deps.sh
+
+$(VMLINUX):
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BPF_OBJ): bpf/posixtrace.bpf.c bpf/posixtrace.h $(VMLINUX)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(BUILD)/gen -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(BPFTOOL) gen skeleton $< name posixtrace_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: %.cpp $(SKEL)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+# The library exports only the C ABI (functions marked visible).
+$(BUILD)/obj/userspace/lib/%.o: CXXFLAGS += -fvisibility=hidden
+
+$(SHLIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,-soname,libposixtrace.so.$(SOVERSION) $(LDFLAGS) -o $@ $^ $(LDLIBS_LIB)
+	ln -sf libposixtrace.so.$(SOVERSION) $(BUILD)/lib/libposixtrace.so
+
+$(STLIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLI): $(CLI_OBJS) $(SHLIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -pthread
+
+$(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -pthread
+
+$(BUILD)/examples/%: examples/%.c $(SHLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
+
+$(BUILD)/bench/%: bench/%.cpp $(SHLIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
+
+test:
+	@scripts/install-deps.sh
+	@scripts/mount-tracefs.sh
+	@$(MAKE) --no-print-directory all
+	@scripts/run-tests.sh $(TESTS)
+
+demo:
+	@scripts/install-deps.sh
+	@scripts/mount-tracefs.sh
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/examples/demo
+
+bench:
+	@scripts/install-deps.sh
+	@scripts/mount-tracefs.sh
+	@$(MAKE) --no-print-directory all
+	@bench/run.sh $(BUILD)
+
+install: all
+	install -d $(PREFIX)/include/posix_trace $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
+	install -m 644 include/trace.h $(PREFIX)/include/trace.h
+	install -m 644 include/posix_trace/*.h $(PREFIX)/include/posix_trace/
+	install -m 755 $(SHLIB) $(PREFIX)/lib/
+	ln -sf libposixtrace.so.$(SOVERSION) $(PREFIX)/lib/libposixtrace.so
+	install -m 644 $(STLIB) $(PREFIX)/lib/
+	install -m 755 $(CLI) $(PREFIX)/bin/posixtrace
+	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@VERSION@|$(VERSION)|' \
+	    scripts/posixtrace.pc.in > $(PREFIX)/lib/pkgconfig/posixtrace.pc
+
+format:
+	clang-format -i $$(find userspace tests bench examples include bpf -name '*.[ch]pp' -o -name '*.[ch]' | grep -v vmlinux)
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_OBJS:.o=.d)

@@ -1,0 +1,61 @@
+/* Shared by the BPF programs and libposixtrace: the layout of the records the
+ * kernel writes into the per-CPU rings, and the limits both sides rely on.
+ * Every field is fixed-width and little-endian (x86-64 / arm64).
+ */
+#ifndef POSIXTRACE_BPF_SHARED_H
+#define POSIXTRACE_BPF_SHARED_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u8 ... __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+/* Largest max-data-size a stream accepts; the BPF copy is bounded by it. */
+#define PT_DATA_SIZE_LIMIT 8192u
+/* Power of two above PT_DATA_SIZE_LIMIT: the verifier-visible bound. */
+#define PT_DATA_BOUND_MASK (2 * PT_DATA_SIZE_LIMIT - 1)
+
+/* Size of the event id space and of the filter bitmap. */
+#define PT_EVENT_ID_LIMIT 8192u
+#define PT_FILTER_WORDS (PT_EVENT_ID_LIMIT / 64)
+
+/* How many processes one stream may trace at once. */
+#define PT_MAX_TRACED_PROCESSES 4096
+
+/* Each BPF ring record is preceded by the kernel's 8-byte ring header. */
+#define PT_RING_HEADER_SIZE 8u
+
+enum pt_record_flags {
+    PT_RECORD_TRUNCATED = 1 << 0,  /* the caller passed more than max-data-size */
+    PT_RECORD_DATA_FAULT = 1 << 1, /* the caller's data pointer was unreadable */
+};
+
+/* One traced event, as the kernel writes it. `data_len` bytes of payload
+ * follow the header; the ring pads the whole to 8 bytes. */
+struct pt_record {
+    __u64 timestamp_ns; /* CLOCK_MONOTONIC at the instrumentation point */
+    __u64 thread_id;    /* pthread_self() of the thread: its FS base on x86-64 */
+    __u64 prog_address; /* address of the instrumentation point's caller */
+    __u32 pid;          /* tgid */
+    __u32 tid;
+    __u32 event_id;
+    __u32 data_len;
+    __u32 lost_before; /* events of this stream lost on this CPU just before */
+    __u16 flags;       /* enum pt_record_flags */
+    __u16 cpu;
+    __u8 data[];
+};
+
+#define PT_RECORD_HEADER_SIZE 48u
+
+/* Per-CPU state of the BPF side: loss accounting and the staging buffer a
+ * record is assembled in before it is copied into the ring. */
+struct pt_cpu_state {
+    __u64 lost_total;      /* records that found no room on this CPU's ring */
+    __u32 lost_unreported; /* lost since the last record that went through */
+    __u32 pad;
+    __u8 staging[PT_RECORD_HEADER_SIZE + 2 * PT_DATA_SIZE_LIMIT];
+};
+
+#endif /* POSIXTRACE_BPF_SHARED_H */

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages posixtrace needs to build, test and
+# benchmark, when any is missing. Quiet when everything is there.
+set -euo pipefail
+packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev catch2 libcli11-dev
+          systemtap-sdt-dev pkg-config make g++ bpftrace python3.11 libstdc++6)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "posixtrace: missing packages (${missing[*]}) and not root to install them" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

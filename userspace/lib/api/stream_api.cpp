@@ -1,0 +1,216 @@
+// C ABI of the trace stream functions: handle lookup and argument checks;
+// the Stream does the work.
+#include <posix_trace/events.h>
+#include <signal.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "stream/stream_table.hpp"
+#include "util/export.hpp"
+
+using namespace posixtrace;
+
+namespace {
+
+std::shared_ptr<Stream> stream_of(trace_id_t trid) { return StreamTable::instance().find(trid); }
+
+int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid)
+{
+    if (!trid || pid < 0)
+        return EINVAL;
+    Attributes attributes = Attributes::defaults();
+    if (attr) {
+        const Attributes *given = attributes_of(attr);
+        if (!given)
+            return EINVAL;
+        attributes = *given;
+    }
+    if (attributes.stream_full_policy == POSIX_TRACE_FLUSH)
+        return EINVAL; // only meaningful for a stream with a log
+    if (pid == 0)
+        pid = getpid();
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return ESRCH;
+    std::shared_ptr<Stream> stream;
+    if (int err = Stream::create(pid, attributes, stream))
+        return err;
+    *trid = StreamTable::instance().add(std::move(stream));
+    return 0;
+}
+
+int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t num_bytes,
+             size_t *data_len, int *unavailable, WaitMode mode, const timespec *abstime)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !event || !data_len || !unavailable)
+        return EINVAL;
+    return stream->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
+}
+
+} // namespace
+
+POSIXTRACE_EXPORT int posix_trace_create(pid_t pid, const trace_attr_t *__restrict attr,
+                                         trace_id_t *__restrict trid)
+{
+    return create_stream(pid, attr, trid);
+}
+
+POSIXTRACE_EXPORT int posix_trace_start(trace_id_t trid)
+{
+    auto stream = stream_of(trid);
+    return stream ? stream->start() : EINVAL;
+}
+
+POSIXTRACE_EXPORT int posix_trace_stop(trace_id_t trid)
+{
+    auto stream = stream_of(trid);
+    return stream ? stream->stop() : EINVAL;
+}
+
+POSIXTRACE_EXPORT int posix_trace_shutdown(trace_id_t trid)
+{
+    auto stream = StreamTable::instance().remove(trid);
+    if (!stream)
+        return EINVAL;
+    stream->shutdown();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_clear(trace_id_t trid)
+{
+    auto stream = stream_of(trid);
+    return stream ? stream->clear() : EINVAL;
+}
+
+POSIXTRACE_EXPORT int posix_trace_get_attr(trace_id_t trid, trace_attr_t *attr)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !attr)
+        return EINVAL;
+    store_attributes(attr, stream->attributes());
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_get_status(trace_id_t trid, posix_trace_status_info *status)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !status)
+        return EINVAL;
+    *status = stream->take_status();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_get_counters(trace_id_t trid, posix_trace_counters *counters)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !counters)
+        return EINVAL;
+    *counters = stream->counters();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_set_filter(trace_id_t trid, const trace_event_set_t *set, int how)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !set)
+        return EINVAL;
+    return stream->set_filter(*set, how);
+}
+
+POSIXTRACE_EXPORT int posix_trace_get_filter(trace_id_t trid, trace_event_set_t *set)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !set)
+        return EINVAL;
+    *set = stream->filter();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_getnext_event(trace_id_t trid,
+                                                posix_trace_event_info *__restrict event,
+                                                void *__restrict data, size_t num_bytes,
+                                                size_t *__restrict data_len,
+                                                int *__restrict unavailable)
+{
+    return get_next(trid, event, data, num_bytes, data_len, unavailable, WaitMode::Block, nullptr);
+}
+
+POSIXTRACE_EXPORT int posix_trace_timedgetnext_event(
+    trace_id_t trid, posix_trace_event_info *__restrict event, void *__restrict data,
+    size_t num_bytes, size_t *__restrict data_len, int *__restrict unavailable,
+    const timespec *__restrict abstime)
+{
+    return get_next(trid, event, data, num_bytes, data_len, unavailable, WaitMode::Until, abstime);
+}
+
+POSIXTRACE_EXPORT int posix_trace_trygetnext_event(trace_id_t trid,
+                                                   posix_trace_event_info *__restrict event,
+                                                   void *__restrict data, size_t num_bytes,
+                                                   size_t *__restrict data_len,
+                                                   int *__restrict unavailable)
+{
+    return get_next(trid, event, data, num_bytes, data_len, unavailable, WaitMode::Try, nullptr);
+}
+
+POSIXTRACE_EXPORT int posix_trace_trid_eventid_open(trace_id_t trid, const char *__restrict name,
+                                                    trace_event_id_t *__restrict id)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !name || !id)
+        return EINVAL;
+    return stream->open_event_type(name, *id);
+}
+
+POSIXTRACE_EXPORT int posix_trace_eventid_get_name(trace_id_t trid, trace_event_id_t id, char *name)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !name)
+        return EINVAL;
+    auto found = stream->event_name(id);
+    if (!found)
+        return EINVAL;
+    std::memcpy(name, found->c_str(), found->size() + 1);
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_eventid_equal(trace_id_t, trace_event_id_t a, trace_event_id_t b)
+{
+    return a == b;
+}
+
+POSIXTRACE_EXPORT int posix_trace_eventtypelist_getnext_id(trace_id_t trid,
+                                                           trace_event_id_t *__restrict id,
+                                                           int *__restrict unavailable)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !id || !unavailable)
+        return EINVAL;
+    stream->next_event_type(*id, *unavailable);
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_eventtypelist_rewind(trace_id_t trid)
+{
+    auto stream = stream_of(trid);
+    if (!stream)
+        return EINVAL;
+    stream->rewind_event_types();
+    return 0;
+}
+
+// ---- Trace Log option: not yet implemented (issue 5). These answer as POSIX
+// says for ids that are not streams with a log / not trace logs.
+
+POSIXTRACE_EXPORT int posix_trace_create_withlog(pid_t, const trace_attr_t *__restrict, int fd,
+                                                 trace_id_t *__restrict)
+{
+    return fd < 0 ? EBADF : EINVAL;
+}
+
+POSIXTRACE_EXPORT int posix_trace_flush(trace_id_t) { return EINVAL; }
+POSIXTRACE_EXPORT int posix_trace_open(int, trace_id_t *) { return EINVAL; }
+POSIXTRACE_EXPORT int posix_trace_rewind(trace_id_t) { return EINVAL; }
+POSIXTRACE_EXPORT int posix_trace_close(trace_id_t) { return EINVAL; }

@@ -1,0 +1,36 @@
+// posix_trace_event() is a USDT probe site (provider posix_trace, name
+// event) guarded by its semaphore: the kernel raises the semaphore in every
+// process a stream traces, so an untraced call costs one load and a branch.
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <trace.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "events/event_names.hpp"
+#include "util/export.hpp"
+
+// Named as <sys/sdt.h> expects; exported so tracers can find it by symbol.
+extern "C" {
+__attribute__((visibility("default"), section(".probes"))) unsigned short
+    posix_trace_event_semaphore;
+}
+
+POSIXTRACE_EXPORT __attribute__((noinline)) void
+posix_trace_event(trace_event_id_t event_id, const void *__restrict data, size_t data_len)
+{
+    if (__builtin_expect(posix_trace_event_semaphore != 0, 0)) {
+        // The BPF program reads: id, data pointer, length, caller address.
+        STAP_PROBE4(posix_trace, event, event_id, data, data_len,
+                    __builtin_return_address(0));
+    }
+}
+
+POSIXTRACE_EXPORT int posix_trace_eventid_open(const char *__restrict name,
+                                               trace_event_id_t *__restrict id)
+{
+    if (!name || !id)
+        return EINVAL;
+    return posixtrace::UserEventRegistry::instance().open(name, *id);
+}

@@ -1,0 +1,192 @@
+#include "kernel/kernel_program.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "posixtrace.h"
+#include "posixtrace.skel.h"
+
+namespace posixtrace {
+namespace {
+
+int quiet_libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
+{
+    static const bool verbose = std::getenv("POSIXTRACE_DEBUG") != nullptr;
+    if (!verbose && level != LIBBPF_WARN)
+        return 0;
+    if (!verbose)
+        return 0; // libbpf warnings become our error codes; keep stderr clean
+    return std::vfprintf(stderr, format, args);
+}
+
+void configure_libbpf_once()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { libbpf_set_print(quiet_libbpf_print); });
+}
+
+int errno_from(int libbpf_error)
+{
+    int e = libbpf_error < 0 ? -libbpf_error : libbpf_error;
+    return e ? e : EIO;
+}
+
+} // namespace
+
+void KernelProgram::SkeletonDeleter::operator()(posixtrace_bpf *skeleton) const
+{
+    posixtrace_bpf__destroy(skeleton);
+}
+
+void KernelProgram::LinkDeleter::operator()(bpf_link *link) const { bpf_link__destroy(link); }
+
+int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &out)
+{
+    configure_libbpf_once();
+    auto program = std::make_unique<KernelProgram>(config);
+
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0)
+        return errno_from(cpus);
+
+    program->skeleton_.reset(posixtrace_bpf__open());
+    if (!program->skeleton_)
+        return errno_from(-errno);
+    posixtrace_bpf *skel = program->skeleton_.get();
+
+    for (int cpu = 0; cpu < cpus; ++cpu) {
+        UniqueFd ring(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pt_ring", 0, 0, config.ring_bytes, nullptr));
+        if (!ring)
+            return errno_from(-errno);
+        program->ring_fds_.push_back(std::move(ring));
+    }
+    bpf_map__set_max_entries(skel->maps.rings, cpus);
+    bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
+    if (int err = posixtrace_bpf__load(skel))
+        return errno_from(err);
+    for (int cpu = 0; cpu < cpus; ++cpu) {
+        __u32 key = cpu;
+        int fd = program->ring_fds_[cpu].get();
+        if (bpf_map_update_elem(bpf_map__fd(skel->maps.rings), &key, &fd, BPF_ANY))
+            return errno_from(-errno);
+    }
+
+    skel->bss->max_data_size = config.max_data_size;
+    skel->bss->wakeup_threshold = config.ring_bytes / 4;
+    out = std::move(program);
+    return 0;
+}
+
+KernelProgram::~KernelProgram()
+{
+    // Links first: no program may run while the rings go away.
+    links_.clear();
+}
+
+int KernelProgram::trace_process(pid_t tgid)
+{
+    __u32 key = tgid, value = 1;
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value, BPF_ANY))
+        return errno_from(-errno);
+    return 0;
+}
+
+int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
+{
+    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.user_event, pid, binary.c_str(),
+                                              "posix_trace", "event", nullptr);
+    if (!link)
+        return errno_from(-errno);
+    links_.emplace_back(link);
+    return 0;
+}
+
+void KernelProgram::set_running(bool running)
+{
+    __atomic_store_n(&skeleton_->bss->stream_running, running ? 1u : 0u, __ATOMIC_SEQ_CST);
+}
+
+void KernelProgram::set_filter(const trace_event_set_t &filtered)
+{
+    static_assert(sizeof(filtered.__bits) == sizeof(skeleton_->bss->event_filter));
+    for (size_t i = 0; i < PT_FILTER_WORDS; ++i)
+        __atomic_store_n(&skeleton_->bss->event_filter[i], filtered.__bits[i], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+namespace {
+// The per-CPU values of cpu_states; the staging area makes each one large,
+// so only the counters are looked at.
+std::vector<pt_cpu_state> read_cpu_states(int map_fd, int cpus)
+{
+    std::vector<pt_cpu_state> states(cpus);
+    __u32 key = 0;
+    if (bpf_map_lookup_elem(map_fd, &key, states.data()))
+        states.clear();
+    return states;
+}
+} // namespace
+
+uint64_t KernelProgram::lost_total() const
+{
+    uint64_t total = 0;
+    for (const auto &state : read_cpu_states(bpf_map__fd(skeleton_->maps.cpu_states), cpu_count()))
+        total += state.lost_total;
+    return total;
+}
+
+uint64_t KernelProgram::take_unreported_losses()
+{
+    int fd = bpf_map__fd(skeleton_->maps.cpu_states);
+    auto states = read_cpu_states(fd, cpu_count());
+    uint64_t unreported = 0;
+    for (auto &state : states) {
+        unreported += state.lost_unreported;
+        state.lost_unreported = 0;
+    }
+    __u32 key = 0;
+    if (unreported && !states.empty())
+        bpf_map_update_elem(fd, &key, states.data(), BPF_ANY);
+    return unreported;
+}
+
+std::string object_path_of(const void *address)
+{
+    struct Search {
+        uintptr_t address;
+        std::string path;
+        bool found;
+    } search{reinterpret_cast<uintptr_t>(address), {}, false};
+
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+            auto *s = static_cast<Search *>(data);
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+                uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+                if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz) {
+                    s->path = info->dlpi_name ? info->dlpi_name : "";
+                    s->found = true;
+                    return 1;
+                }
+            }
+            return 0;
+        },
+        &search);
+    if (search.found && !search.path.empty())
+        return search.path;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    return n > 0 ? std::string(exe, size_t(n)) : std::string("/proc/self/exe");
+}
+
+} // namespace posixtrace

@@ -1,0 +1,68 @@
+#pragma once
+#include <posix_trace/events.h>
+#include <sys/types.h>
+#include <trace.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/unique_fd.hpp"
+
+struct posixtrace_bpf;
+struct bpf_link;
+
+namespace posixtrace {
+
+// The kernel half of one stream: its loaded BPF object (from the embedded
+// skeleton), one ring buffer per possible CPU, and the probes it is attached
+// to. Steering (running flag, filter, data size) goes through the mmapped
+// globals, so it takes effect without a system call.
+class KernelProgram {
+public:
+    struct Config {
+        size_t ring_bytes;      // per CPU, a power of two multiple of the page size
+        uint32_t max_data_size; // bytes of user data copied per event
+    };
+
+    // 0, or EPERM (no privilege to load BPF), ENOMEM, or another errno.
+    static int load(const Config &config, std::unique_ptr<KernelProgram> &out);
+    explicit KernelProgram(const Config &config) : config_(config) {}
+    ~KernelProgram();
+
+    int trace_process(pid_t tgid);
+    // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
+    int attach_user_event_probe(pid_t pid, const std::string &binary);
+
+    void set_running(bool running);
+    void set_filter(const trace_event_set_t &filtered);
+
+    int cpu_count() const { return int(ring_fds_.size()); }
+    int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
+    size_t ring_bytes() const { return config_.ring_bytes; }
+
+    // Sum over CPUs of records that found no ring space.
+    uint64_t lost_total() const;
+    // Takes the losses no record has reported yet (only while not running).
+    uint64_t take_unreported_losses();
+
+private:
+    struct SkeletonDeleter {
+        void operator()(posixtrace_bpf *skeleton) const;
+    };
+    struct LinkDeleter {
+        void operator()(bpf_link *link) const;
+    };
+
+    Config config_;
+    std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
+    std::vector<UniqueFd> ring_fds_;
+    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
+};
+
+// Path of the object (shared library or executable) that holds `address`
+// in this process, for attaching probes to our own code.
+std::string object_path_of(const void *address);
+
+} // namespace posixtrace

@@ -1,0 +1,84 @@
+#include "stream/ring_reader.hpp"
+
+#include <linux/bpf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <utility>
+
+namespace posixtrace {
+
+RingReader::RingReader(int ring_fd, size_t ring_bytes)
+    : ring_bytes_(ring_bytes), page_size_(size_t(sysconf(_SC_PAGESIZE)))
+{
+    void *consumer = mmap(nullptr, page_size_, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd, 0);
+    if (consumer == MAP_FAILED)
+        return;
+    // The producer page is followed by the data pages, mapped twice so a
+    // record that wraps around the end reads as one contiguous block.
+    void *producer = mmap(nullptr, page_size_ + 2 * ring_bytes, PROT_READ, MAP_SHARED, ring_fd,
+                          off_t(page_size_));
+    if (producer == MAP_FAILED) {
+        munmap(consumer, page_size_);
+        return;
+    }
+    consumer_pos_ = static_cast<uint64_t *>(consumer);
+    producer_pos_ = static_cast<const uint64_t *>(producer);
+    data_ = static_cast<const uint8_t *>(producer) + page_size_;
+    position_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
+}
+
+RingReader::RingReader(RingReader &&other) noexcept
+    : ring_bytes_(other.ring_bytes_), page_size_(other.page_size_),
+      consumer_pos_(std::exchange(other.consumer_pos_, nullptr)),
+      producer_pos_(std::exchange(other.producer_pos_, nullptr)),
+      data_(std::exchange(other.data_, nullptr)), position_(other.position_),
+      peeked_size_(other.peeked_size_)
+{
+}
+
+RingReader::~RingReader()
+{
+    if (!data_)
+        return;
+    munmap(consumer_pos_, page_size_);
+    munmap(const_cast<uint64_t *>(producer_pos_), page_size_ + 2 * ring_bytes_);
+}
+
+const pt_record *RingReader::peek()
+{
+    uint64_t producer = __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
+    while (position_ < producer) {
+        const uint8_t *header = data_ + (position_ & (ring_bytes_ - 1));
+        uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
+        if (length & BPF_RINGBUF_BUSY_BIT)
+            return nullptr;
+        uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
+        if (length & BPF_RINGBUF_DISCARD_BIT) {
+            position_ += size;
+            continue;
+        }
+        peeked_size_ = size;
+        return reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ);
+    }
+    return nullptr;
+}
+
+void RingReader::advance()
+{
+    position_ += peeked_size_;
+    peeked_size_ = 0;
+}
+
+void RingReader::commit() { __atomic_store_n(consumer_pos_, position_, __ATOMIC_RELEASE); }
+
+void RingReader::discard_all()
+{
+    // Stops at a record still being written: skipping it would hand the
+    // kernel back memory it is writing.
+    while (peek())
+        advance();
+    commit();
+}
+
+} // namespace posixtrace

@@ -1,0 +1,664 @@
+#include "stream/stream.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "events/event_names.hpp"
+#include "events/event_set.hpp"
+#include "util/clock.hpp"
+
+namespace posixtrace {
+namespace {
+
+// Events are released to readers in timestamp order once they are older
+// than this: a record is stamped a few hundred nanoseconds before it is
+// committed to its ring, so a record of another CPU stamped earlier can
+// still be on its way for that long (longer only if its writer is preempted
+// in between).
+constexpr uint64_t kReorderWindowNs = 1'000'000;
+// Rings are drained this often while the stream runs; the BPF side wakes the
+// drain thread earlier when a ring passes a quarter full.
+constexpr int kDrainPeriodMs = 1;
+constexpr size_t kMinRingBytes = 256 * 1024;
+constexpr size_t kMaxRingBytes = 64u << 20;
+
+size_t ring_bytes_for(size_t stream_size)
+{
+    size_t bytes = kMinRingBytes;
+    while (bytes < stream_size && bytes < kMaxRingBytes)
+        bytes *= 2;
+    return bytes;
+}
+
+const size_t kStopEventBytes = stored_event_size(sizeof(posix_trace_stop_data));
+const size_t kLossEventsBytes =
+    stored_event_size(sizeof(posix_trace_overflow_data)) + stored_event_size(0);
+
+bool valid_abstime(const timespec *t)
+{
+    return t && t->tv_nsec >= 0 && t->tv_nsec < long(kNanosPerSecond) && t->tv_sec >= 0;
+}
+
+uint64_t monotonic_now() { return clock_nanos(CLOCK_MONOTONIC); }
+
+void drain_eventfd(int fd)
+{
+    uint64_t value;
+    while (read(fd, &value, sizeof value) == sizeof value) {
+    }
+}
+
+} // namespace
+
+int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out)
+{
+    auto stream = std::make_shared<Stream>();
+    if (int err = stream->initialize(target, attributes))
+        return err;
+    out = std::move(stream);
+    return 0;
+}
+
+int Stream::initialize(pid_t target, const Attributes &attributes)
+{
+    attributes_ = attributes;
+    creator_pid_ = getpid();
+    target_pid_ = target;
+
+    KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
+                                 uint32_t(attributes.max_data_size)};
+    if (int err = KernelProgram::load(config, kernel_))
+        return err;
+    if (int err = SystemSlot::acquire(slot_))
+        return err;
+    if (int err = kernel_->trace_process(target))
+        return err;
+    if (int err = kernel_->attach_user_event_probe(
+            target, target == getpid() ? object_path_of(reinterpret_cast<void *>(&posix_trace_event))
+                                       : std::string("/proc/") + std::to_string(target) + "/exe"))
+        return err;
+
+    buffer_ = std::make_unique<EventBuffer>(attributes.stream_size);
+    if (!buffer_->valid())
+        return ENOMEM;
+    for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
+        rings_.emplace_back(kernel_->ring_fd(cpu), kernel_->ring_bytes());
+        if (!rings_.back().mapped())
+            return ENOMEM;
+    }
+
+    readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!readable_ || !wakeup_ || !epoll_)
+        return errno;
+    epoll_event wake{EPOLLIN, {}};
+    wake.data.fd = wakeup_.get();
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wakeup_.get(), &wake);
+    for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
+        // Edge-triggered: a ring holding records younger than the reorder
+        // window must not wake us again and again.
+        epoll_event ring{EPOLLIN | EPOLLET, {}};
+        ring.data.fd = kernel_->ring_fd(cpu);
+        epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, ring.data.fd, &ring);
+    }
+
+    timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    attributes_.create_time = now;
+    realtime_offset_ns_ = realtime_minus_monotonic();
+    drain_ = std::jthread([this](std::stop_token stop) { drain_loop(stop); });
+    return 0;
+}
+
+Stream::~Stream() { shutdown(); }
+
+bool Stream::owned_by_this_process() const { return creator_pid_ == getpid(); }
+
+// ---- control -------------------------------------------------------------
+
+bool Stream::filtered_locked(trace_event_id_t id) const { return event_set_contains(filter_, id); }
+
+pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const
+{
+    pt_record record{};
+    record.timestamp_ns = timestamp_ns;
+    record.pid = uint32_t(target_pid_);
+    record.event_id = id;
+    record.data_len = uint32_t(size);
+    record.cpu = UINT16_MAX;
+    return record;
+}
+
+void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns,
+                                       const void *data, size_t size)
+{
+    if (filtered_locked(id))
+        return;
+    const auto *bytes = static_cast<const uint8_t *>(data);
+    pending_system_.push_back({{bytes, bytes + size}, system_record(id, timestamp_ns, size)});
+}
+
+void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
+{
+    posix_trace_overflow_data data{loss.in_kernel + loss.in_stream, loss.in_kernel, loss.in_stream};
+    queue_system_event_locked(POSIX_TRACE_OVERFLOW, timestamp_ns, &data, sizeof data);
+    queue_system_event_locked(POSIX_TRACE_RESUME, timestamp_ns, nullptr, 0);
+}
+
+void Stream::wake_drain()
+{
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wakeup_.get(), &one, sizeof one);
+}
+
+void Stream::flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns)
+{
+    flush_until_ns_ = std::max(flush_until_ns_, until_ns);
+    uint64_t ticket = ++flush_requested_;
+    wake_drain();
+    flushed_.wait(lock, [&] { return flush_completed_ >= ticket || shut_down_; });
+}
+
+int Stream::start()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    if (running_ || full_)
+        return 0; // POSIX: no event, no change
+    uint64_t now = monotonic_now();
+    queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
+    running_ = true;
+    kernel_->set_running(true);
+    wake_drain();
+    return 0;
+}
+
+int Stream::stop()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    if (!running_) {
+        auto_stopped_ = false; // an explicit stop wins over the automatic restart
+        return 0;
+    }
+    kernel_->set_running(false);
+    running_ = false;
+    uint64_t now = monotonic_now();
+    if (uint64_t lost = kernel_->take_unreported_losses()) {
+        counters_.lost_in_kernel += lost;
+        queue_loss_events_locked({lost, 0, 0}, now);
+    }
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
+    queue_system_event_locked(POSIX_TRACE_STOP, now, &cause, sizeof cause);
+    flush_locked(lock, now);
+    return 0;
+}
+
+int Stream::clear()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    for (auto &ring : rings_)
+        ring.discard_all();
+    kernel_->take_unreported_losses();
+    pending_system_.clear();
+    buffer_->clear();
+    head_loss_ = {};
+    resume_due_ = false;
+    lost_while_full_ = 0;
+    full_ = false;
+    overrun_ = false;
+    counters_ = {};
+    if (auto_stopped_) {
+        auto_stopped_ = false;
+        running_ = true;
+        kernel_->set_running(true);
+    }
+    accept_after_ns_ = monotonic_now();
+    update_readable_locked();
+    return 0;
+}
+
+void Stream::shutdown()
+{
+    {
+        std::lock_guard lock(mutex_);
+        if (shut_down_)
+            return;
+        if (kernel_)
+            kernel_->set_running(false);
+        shut_down_ = true;
+        update_readable_locked();
+    }
+    flushed_.notify_all();
+    if (drain_.joinable()) {
+        drain_.request_stop();
+        wake_drain();
+        drain_.join();
+    }
+    std::lock_guard lock(mutex_);
+    rings_.clear();
+    kernel_.reset();
+    buffer_.reset();
+    pending_system_.clear();
+    epoll_.reset();
+}
+
+int Stream::set_filter(const trace_event_set_t &set, int how)
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    trace_event_set_t updated = filter_;
+    for (size_t i = 0; i < std::size(updated.__bits); ++i) {
+        switch (how) {
+        case POSIX_TRACE_SET_EVENTSET:
+            updated.__bits[i] = set.__bits[i];
+            break;
+        case POSIX_TRACE_ADD_EVENTSET:
+            updated.__bits[i] |= set.__bits[i];
+            break;
+        case POSIX_TRACE_SUB_EVENTSET:
+            updated.__bits[i] &= ~set.__bits[i];
+            break;
+        default:
+            return EINVAL;
+        }
+    }
+    posix_trace_filter_data change{filter_, updated};
+    filter_ = updated;
+    kernel_->set_filter(filter_);
+    if (running_)
+        queue_system_event_locked(POSIX_TRACE_FILTER, monotonic_now(), &change, sizeof change);
+    return 0;
+}
+
+trace_event_set_t Stream::filter() const
+{
+    std::lock_guard lock(mutex_);
+    return filter_;
+}
+
+Attributes Stream::attributes() const { return attributes_; }
+
+posix_trace_status_info Stream::take_status()
+{
+    std::lock_guard lock(mutex_);
+    posix_trace_status_info status{};
+    status.posix_stream_status = running_ ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
+    status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
+    status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
+    status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    status.posix_stream_flush_error = 0;
+    overrun_ = false;
+    return status;
+}
+
+posix_trace_counters Stream::counters() const
+{
+    std::lock_guard lock(mutex_);
+    return counters_;
+}
+
+// ---- recording: drain thread ---------------------------------------------
+
+void Stream::drain_loop(std::stop_token stop)
+{
+    epoll_event events[16];
+    while (!stop.stop_requested()) {
+        bool busy;
+        {
+            std::lock_guard lock(mutex_);
+            busy = running_ || !pending_system_.empty() || flush_completed_ < flush_requested_;
+        }
+        epoll_wait(epoll_.get(), events, 16, busy ? kDrainPeriodMs : -1);
+        drain_eventfd(wakeup_.get());
+        if (stop.stop_requested())
+            break;
+
+        std::lock_guard lock(mutex_);
+        uint64_t ticket = flush_requested_;
+        uint64_t watermark = monotonic_now() - kReorderWindowNs;
+        if (flush_completed_ < ticket)
+            watermark = std::max(watermark, flush_until_ns_ + 1);
+        drain_pass_locked(watermark);
+        if (flush_completed_ < ticket) {
+            flush_completed_ = ticket;
+            flushed_.notify_all();
+        }
+    }
+}
+
+// Merges the rings and the queued system events in timestamp order, up to
+// the watermark: a heap holds the head of every source.
+void Stream::drain_pass_locked(uint64_t watermark_ns)
+{
+    realtime_offset_ns_ = realtime_minus_monotonic();
+    const size_t system_source = rings_.size();
+    struct Head {
+        uint64_t timestamp_ns;
+        size_t source;
+        bool operator>(const Head &other) const { return timestamp_ns > other.timestamp_ns; }
+    };
+    std::vector<Head> heap;
+    heap.reserve(rings_.size() + 1);
+    auto push_head = [&](size_t source) {
+        const pt_record *head = nullptr;
+        if (source == system_source)
+            head = pending_system_.empty() ? nullptr : &pending_system_.front().header;
+        else
+            head = rings_[source].peek();
+        if (head && head->timestamp_ns < watermark_ns) {
+            heap.push_back({head->timestamp_ns, source});
+            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+        }
+    };
+    for (size_t source = 0; source <= system_source; ++source)
+        push_head(source);
+
+    while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+        size_t source = heap.back().source;
+        heap.pop_back();
+        if (source == system_source) {
+            SystemEvent event = std::move(pending_system_.front());
+            pending_system_.pop_front();
+            store_locked(event.header, event.data.data());
+        } else {
+            const pt_record *record = rings_[source].peek();
+            deliver_locked(*record, record->data);
+            rings_[source].advance();
+        }
+        push_head(source);
+    }
+    for (auto &ring : rings_)
+        ring.commit();
+    update_readable_locked();
+}
+
+void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
+{
+    if (record.lost_before) {
+        counters_.lost_in_kernel += record.lost_before;
+        overrun_ = true;
+        LossReport loss{record.lost_before, 0, 0};
+        posix_trace_overflow_data info{loss.in_kernel, loss.in_kernel, 0};
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+            store_locked(system_record(POSIX_TRACE_OVERFLOW, record.timestamp_ns, sizeof info), &info);
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
+    }
+    if (record.timestamp_ns < accept_after_ns_) {
+        ++lost_while_full_;
+        ++counters_.lost_in_stream;
+        return;
+    }
+    store_locked(record, data);
+}
+
+// Applies the stream full policy to one event on its way into the buffer.
+void Stream::store_locked(const pt_record &record, const void *data)
+{
+    size_t bytes = stored_event_size(record.data_len);
+    if (attributes_.stream_full_policy == POSIX_TRACE_LOOP) {
+        while (!buffer_->fits(bytes) && !buffer_->empty())
+            drop_oldest_locked();
+    } else {
+        if (auto_stopped_) {
+            ++lost_while_full_;
+            ++counters_.lost_in_stream;
+            return;
+        }
+        if (!buffer_->fits(bytes + kStopEventBytes + kLossEventsBytes)) {
+            auto_stop_locked(record.timestamp_ns);
+            ++lost_while_full_;
+            ++counters_.lost_in_stream;
+            return;
+        }
+    }
+    if (!buffer_->fits(bytes)) { // larger than the whole stream
+        ++counters_.lost_in_stream;
+        overrun_ = true;
+        return;
+    }
+    push_locked(record, data);
+    ++counters_.recorded;
+}
+
+void Stream::push_locked(pt_record record, const void *data)
+{
+    record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
+    buffer_->push(record, data);
+}
+
+// POSIX_TRACE_LOOP: the oldest event makes room. Its loss is reported to the
+// reader before the oldest surviving event; a dropped overflow event hands
+// its counts on so no loss goes unreported.
+void Stream::drop_oldest_locked()
+{
+    const pt_record &oldest = buffer_->front();
+    if (oldest.event_id == POSIX_TRACE_OVERFLOW && oldest.cpu == UINT16_MAX) {
+        posix_trace_overflow_data carried;
+        std::memcpy(&carried, oldest.data, sizeof carried);
+        head_loss_.in_kernel += carried.lost_in_kernel;
+        head_loss_.in_stream += carried.lost_in_stream;
+    } else if (!(oldest.event_id == POSIX_TRACE_RESUME && oldest.cpu == UINT16_MAX)) {
+        ++head_loss_.in_stream;
+        ++counters_.lost_in_stream;
+    }
+    head_loss_.timestamp_ns = oldest.timestamp_ns;
+    resume_due_ = true;
+    full_ = true;
+    overrun_ = true;
+    buffer_->pop();
+}
+
+void Stream::auto_stop_locked(uint64_t timestamp_ns)
+{
+    kernel_->set_running(false);
+    running_ = false;
+    auto_stopped_ = true;
+    full_ = true;
+    overrun_ = true;
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_STREAM_FULL};
+    if (!filtered_locked(POSIX_TRACE_STOP))
+        push_locked(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
+}
+
+// POSIX_TRACE_UNTIL_FULL: once the reader has emptied a full stream it runs
+// again, reporting first what it refused while full, then a start event.
+void Stream::auto_restart_locked()
+{
+    uint64_t now = monotonic_now();
+    realtime_offset_ns_ = realtime_minus_monotonic();
+    for (auto &ring : rings_) // what the kernel recorded before it saw the stop
+        while (ring.peek()) {
+            ++lost_while_full_;
+            ++counters_.lost_in_stream;
+            ring.advance();
+        }
+    for (auto &ring : rings_)
+        ring.commit();
+    auto_stopped_ = false;
+    full_ = false;
+    if (lost_while_full_) {
+        posix_trace_overflow_data info{lost_while_full_, 0, lost_while_full_};
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+            push_locked(system_record(POSIX_TRACE_OVERFLOW, now, sizeof info), &info);
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            push_locked(system_record(POSIX_TRACE_RESUME, now, 0), nullptr);
+        lost_while_full_ = 0;
+    }
+    if (!filtered_locked(POSIX_TRACE_START))
+        push_locked(system_record(POSIX_TRACE_START, now, 0), nullptr);
+    accept_after_ns_ = now;
+    running_ = true;
+    kernel_->set_running(true);
+}
+
+// ---- reading ---------------------------------------------------------------
+
+bool Stream::available_locked() const
+{
+    return shut_down_ || head_loss_.any() || resume_due_ || (buffer_ && !buffer_->empty());
+}
+
+// readable_ is a level: non-zero exactly while available_locked().
+void Stream::update_readable_locked()
+{
+    bool available = available_locked();
+    if (available == readable_signaled_)
+        return;
+    if (available) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = write(readable_.get(), &one, sizeof one);
+    } else {
+        drain_eventfd(readable_.get());
+    }
+    readable_signaled_ = available;
+}
+
+void Stream::copy_out(const pt_record &record, const void *data, const EventDestination &to) const
+{
+    posix_trace_event_info &info = *to.info;
+    info = {};
+    info.posix_event_id = record.event_id;
+    info.posix_pid = pid_t(record.pid);
+    info.posix_prog_address = reinterpret_cast<void *>(record.prog_address);
+    info.posix_thread_id = pthread_t(record.thread_id);
+    info.posix_timestamp = to_timespec(record.timestamp_ns);
+    info.posix_tid = pid_t(record.tid);
+    info.posix_truncation_status =
+        record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD : POSIX_TRACE_NOT_TRUNCATED;
+    size_t length = record.data_len;
+    if (to.capacity < length) {
+        length = to.capacity;
+        info.posix_truncation_status = POSIX_TRACE_TRUNCATED_READ;
+    }
+    if (length && to.data)
+        std::memcpy(to.data, data, length);
+    *to.data_len = to.data ? length : 0;
+}
+
+int Stream::read_locked(const EventDestination &to)
+{
+    if (head_loss_.any()) {
+        posix_trace_overflow_data info{head_loss_.in_kernel + head_loss_.in_stream,
+                                       head_loss_.in_kernel, head_loss_.in_stream};
+        pt_record record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof info);
+        head_loss_ = {};
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
+            copy_out(record, &info, to);
+            return 0;
+        }
+    }
+    if (resume_due_) {
+        resume_due_ = false;
+        uint64_t at = buffer_->empty() ? clock_nanos(CLOCK_REALTIME) : buffer_->front().timestamp_ns;
+        if (!filtered_locked(POSIX_TRACE_RESUME)) {
+            copy_out(system_record(POSIX_TRACE_RESUME, at, 0), nullptr, to);
+            return 0;
+        }
+    }
+    if (buffer_->empty())
+        return EAGAIN;
+    const pt_record &record = buffer_->front();
+    copy_out(record, record.data, to);
+    buffer_->pop();
+    if (buffer_->empty() && auto_stopped_)
+        auto_restart_locked();
+    else if (attributes_.stream_full_policy == POSIX_TRACE_LOOP && !auto_stopped_)
+        full_ = false;
+    return 0;
+}
+
+int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mode,
+                       const timespec *abstime)
+{
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (shut_down_)
+                return EINVAL;
+            int err = read_locked(to);
+            update_readable_locked();
+            if (err == 0) {
+                *unavailable = 0;
+                return 0;
+            }
+        }
+        if (mode == WaitMode::Try) {
+            *unavailable = 1;
+            return 0;
+        }
+        timespec timeout{};
+        timespec *wait_for = nullptr;
+        if (mode == WaitMode::Until) {
+            if (!valid_abstime(abstime))
+                return EINVAL;
+            uint64_t now = clock_nanos(CLOCK_REALTIME), deadline = to_nanos(*abstime);
+            if (now >= deadline) {
+                *unavailable = 1;
+                return ETIMEDOUT;
+            }
+            timeout = to_timespec(deadline - now);
+            wait_for = &timeout;
+        }
+        pollfd readable{readable_.get(), POLLIN, 0};
+        if (ppoll(&readable, 1, wait_for, nullptr) < 0 && errno == EINTR) {
+            *unavailable = 1;
+            return EINTR;
+        }
+    }
+}
+
+// ---- event types -----------------------------------------------------------
+
+std::optional<std::string> Stream::event_name(trace_event_id_t id) const
+{
+    if (auto builtin = builtin_event_name(id))
+        return std::string(*builtin);
+    return UserEventRegistry::instance().name_of(id);
+}
+
+int Stream::open_event_type(const char *name, trace_event_id_t &id)
+{
+    return UserEventRegistry::instance().open(name, id);
+}
+
+void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
+{
+    std::vector<trace_event_id_t> ids = builtin_event_ids();
+    auto user = UserEventRegistry::instance().ids();
+    ids.insert(ids.end(), user.begin(), user.end());
+    std::lock_guard lock(mutex_);
+    auto next = type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
+    if (next == ids.end()) {
+        unavailable = 1;
+        return;
+    }
+    id = *next;
+    type_cursor_ = id;
+    unavailable = 0;
+}
+
+void Stream::rewind_event_types()
+{
+    std::lock_guard lock(mutex_);
+    type_cursor_.reset();
+}
+
+} // namespace posixtrace

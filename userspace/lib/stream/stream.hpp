@@ -1,0 +1,135 @@
+#pragma once
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attributes/attributes.hpp"
+#include "kernel/kernel_program.hpp"
+#include "stream/event_buffer.hpp"
+#include "stream/ring_reader.hpp"
+#include "stream/system_slots.hpp"
+#include "util/unique_fd.hpp"
+
+namespace posixtrace {
+
+// Where one getnext call puts the event it reads.
+struct EventDestination {
+    posix_trace_event_info *info;
+    void *data;
+    size_t capacity;
+    size_t *data_len;
+};
+
+enum class WaitMode { Block, Try, Until };
+
+// An active trace stream: the kernel program recording into per-CPU rings,
+// a drain thread merging the rings in timestamp order into the EventBuffer
+// (applying the full policy), and the readers' side of getnext.
+class Stream {
+public:
+    static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out);
+    Stream() = default;
+    ~Stream();
+    Stream(const Stream &) = delete;
+    Stream &operator=(const Stream &) = delete;
+
+    bool owned_by_this_process() const;
+
+    int start();
+    int stop();
+    int clear();
+    void shutdown();
+
+    int set_filter(const trace_event_set_t &set, int how);
+    trace_event_set_t filter() const;
+    Attributes attributes() const;
+    posix_trace_status_info take_status();
+    posix_trace_counters counters() const;
+
+    // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
+    // EINTR (a signal handler ran while waiting).
+    int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
+                   const timespec *abstime);
+
+    std::optional<std::string> event_name(trace_event_id_t id) const;
+    int open_event_type(const char *name, trace_event_id_t &id);
+    void next_event_type(trace_event_id_t &id, int &unavailable);
+    void rewind_event_types();
+
+private:
+    struct LossReport {
+        uint64_t in_kernel = 0;
+        uint64_t in_stream = 0;
+        uint64_t timestamp_ns = 0; // realtime
+        bool any() const { return in_kernel + in_stream != 0; }
+    };
+    struct SystemEvent {
+        std::vector<uint8_t> data;
+        pt_record header; // timestamp in CLOCK_MONOTONIC
+    };
+
+    int initialize(pid_t target, const Attributes &attributes);
+    void drain_loop(std::stop_token stop);
+    void drain_pass_locked(uint64_t watermark_ns);
+    void deliver_locked(const pt_record &record, const uint8_t *data);
+    void store_locked(const pt_record &record, const void *data);
+    void push_locked(pt_record record, const void *data);
+    void drop_oldest_locked();
+    void auto_stop_locked(uint64_t timestamp_ns);
+    void auto_restart_locked();
+    void queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
+                                   size_t size);
+    pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
+    void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
+    void flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns);
+    void wake_drain();
+    bool available_locked() const;
+    void update_readable_locked();
+    int read_locked(const EventDestination &to);
+    void copy_out(const pt_record &record, const void *data, const EventDestination &to) const;
+    bool filtered_locked(trace_event_id_t id) const;
+
+    Attributes attributes_{};
+    pid_t creator_pid_ = 0;
+    pid_t target_pid_ = 0;
+    SystemSlot slot_;
+    std::unique_ptr<KernelProgram> kernel_;
+    std::vector<RingReader> rings_;
+    std::unique_ptr<EventBuffer> buffer_;
+    UniqueFd readable_; // eventfd, readable while available_locked()
+    UniqueFd wakeup_;   // eventfd, wakes the drain thread
+    UniqueFd epoll_;    // the rings and wakeup_
+    std::jthread drain_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable flushed_;
+    bool running_ = false;
+    bool auto_stopped_ = false;
+    bool full_ = false;
+    bool overrun_ = false;
+    bool shut_down_ = false;
+    bool readable_signaled_ = false;
+    trace_event_set_t filter_{};
+    std::deque<SystemEvent> pending_system_;
+    uint64_t flush_requested_ = 0;
+    uint64_t flush_completed_ = 0;
+    uint64_t flush_until_ns_ = 0;
+    uint64_t accept_after_ns_ = 0;  // monotonic; older records are dropped
+    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, re-anchored each pass
+    LossReport head_loss_;           // LOOP dropped the oldest events
+    bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
+    uint64_t lost_while_full_ = 0;   // UNTIL_FULL refused them
+    posix_trace_counters counters_{};
+    std::optional<trace_event_id_t> type_cursor_;
+};
+
+} // namespace posixtrace

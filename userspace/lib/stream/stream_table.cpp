@@ -1,0 +1,72 @@
+#include "stream/stream_table.hpp"
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace posixtrace {
+
+StreamTable &StreamTable::instance()
+{
+    alignas(StreamTable) static unsigned char storage[sizeof(StreamTable)];
+    static StreamTable *table = [] {
+        auto *created = ::new (storage) StreamTable;
+        std::atexit([] { StreamTable::instance().shutdown_all(); });
+        return created;
+    }();
+    return *table;
+}
+
+trace_id_t StreamTable::add(std::shared_ptr<Stream> stream)
+{
+    std::lock_guard lock(mutex_);
+    trace_id_t id = next_id_++;
+    streams_.emplace(id, std::move(stream));
+    return id;
+}
+
+std::shared_ptr<Stream> StreamTable::find(trace_id_t id) const
+{
+    std::lock_guard lock(mutex_);
+    auto found = streams_.find(id);
+    if (found == streams_.end() || !found->second->owned_by_this_process())
+        return nullptr;
+    return found->second;
+}
+
+std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
+{
+    std::lock_guard lock(mutex_);
+    auto found = streams_.find(id);
+    if (found == streams_.end() || !found->second->owned_by_this_process())
+        return nullptr;
+    auto stream = std::move(found->second);
+    streams_.erase(found);
+    return stream;
+}
+
+size_t StreamTable::size() const
+{
+    std::lock_guard lock(mutex_);
+    return streams_.size();
+}
+
+void StreamTable::shutdown_all()
+{
+    std::vector<std::shared_ptr<Stream>> owned;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = streams_.begin(); it != streams_.end();) {
+            if (it->second->owned_by_this_process()) {
+                owned.push_back(std::move(it->second));
+                it = streams_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto &stream : owned)
+        stream->shutdown();
+}
+
+} // namespace posixtrace
