@@ -37,8 +37,14 @@ struct {
     __type(value, struct pt_cpu_state);
 } cpu_states SEC(".maps");
 
+/* Where posix_trace_event's arguments sit, from its USDT note; set before
+ * load, so the verifier prunes every other register. */
+const volatile __u8 user_event_arg_regs[4] = {};
+const volatile __s8 user_event_arg_sizes[4] = {};
+
 /* Stream control, written by userspace while the programs run. */
 volatile __u32 stream_running;
+volatile __u32 primary_tgid; /* the process the stream was created for */
 volatile __u32 max_data_size;
 volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
 volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered out */
@@ -57,17 +63,80 @@ static __always_inline bool event_filtered(__u32 event_id)
 
 static __always_inline bool process_traced(__u32 tgid)
 {
-    return bpf_map_lookup_elem(&traced_processes, &tgid) != NULL;
+    return tgid == primary_tgid || bpf_map_lookup_elem(&traced_processes, &tgid) != NULL;
 }
 
 static __always_inline __u64 current_pthread_id(void)
 {
 #if defined(__TARGET_ARCH_x86)
+    /* a trusted BTF pointer: a plain CO-RE load, no helper call */
     struct task_struct *task = bpf_get_current_task_btf();
-    return BPF_CORE_READ(task, thread.fsbase);
+    return task->thread.fsbase;
 #else
     return 0;
 #endif
+}
+
+/* A context load at a constant offset, written in asm: as C, clang folds the
+ * switch below into one load at a computed offset, which the verifier
+ * refuses for a context pointer. pt_regs is UAPI, its layout fixed. */
+#define PT_REGS_LOAD(ctx, field)                                                   \
+    ({                                                                             \
+        __u64 __value;                                                             \
+        asm volatile("%[value] = *(u64 *)(%[base] + %[offset])"                    \
+                     : [value] "=r"(__value)                                       \
+                     : [base] "r"(ctx), [offset] "i"(__builtin_offsetof(struct pt_regs, field))); \
+        __value;                                                                   \
+    })
+
+static __always_inline __u64 register_value(struct pt_regs *ctx, __u8 reg)
+{
+#if defined(__TARGET_ARCH_x86)
+    switch (reg) {
+    case PT_REG_AX: return PT_REGS_LOAD(ctx, ax);
+    case PT_REG_BX: return PT_REGS_LOAD(ctx, bx);
+    case PT_REG_CX: return PT_REGS_LOAD(ctx, cx);
+    case PT_REG_DX: return PT_REGS_LOAD(ctx, dx);
+    case PT_REG_SI: return PT_REGS_LOAD(ctx, si);
+    case PT_REG_DI: return PT_REGS_LOAD(ctx, di);
+    case PT_REG_BP: return PT_REGS_LOAD(ctx, bp);
+    case PT_REG_SP: return PT_REGS_LOAD(ctx, sp);
+    case PT_REG_R8: return PT_REGS_LOAD(ctx, r8);
+    case PT_REG_R9: return PT_REGS_LOAD(ctx, r9);
+    case PT_REG_R10: return PT_REGS_LOAD(ctx, r10);
+    case PT_REG_R11: return PT_REGS_LOAD(ctx, r11);
+    case PT_REG_R12: return PT_REGS_LOAD(ctx, r12);
+    case PT_REG_R13: return PT_REGS_LOAD(ctx, r13);
+    case PT_REG_R14: return PT_REGS_LOAD(ctx, r14);
+    case PT_REG_R15: return PT_REGS_LOAD(ctx, r15);
+    }
+#endif
+    return 0;
+}
+
+static __always_inline __u64 sized(__u64 value, __s8 size)
+{
+    switch (size) {
+    case 1: return (__u8)value;
+    case -1: return (__s64)(__s8)value;
+    case 2: return (__u16)value;
+    case -2: return (__s64)(__s16)value;
+    case 4: return (__u32)value;
+    case -4: return (__s64)(__s32)value;
+    }
+    return value;
+}
+
+/* Argument `index` of posix_trace_event's probe: one load from pt_regs when
+ * the note puts it in a register (bpf_usdt_arg costs a helper call or two). */
+static __always_inline __u64 user_event_arg(struct pt_regs *ctx, int index)
+{
+    long value = 0;
+
+    if (user_event_arg_regs[index] != PT_REG_NONE)
+        return sized(register_value(ctx, user_event_arg_regs[index]), user_event_arg_sizes[index]);
+    bpf_usdt_arg(ctx, index, &value);
+    return value;
 }
 
 /* Copies the staged record into this CPU's ring; a record that finds no room
@@ -94,32 +163,38 @@ static __always_inline void submit_staged(struct pt_cpu_state *state, __u32 cpu,
 }
 
 /* posix_trace_event(event_id, data, data_len) in libposixtrace; the fourth
- * argument is the caller's address. */
+ * argument is the caller's address. Arguments are fetched only once the
+ * cheap checks have passed: an untraced process or a stopped stream costs
+ * the uprobe and two loads. */
 SEC("usdt")
-int BPF_USDT(user_event, __u32 event_id, const void *data, __u64 data_len, __u64 caller)
+int user_event(struct pt_regs *ctx)
 {
     __u64 now = bpf_ktime_get_ns();
     __u64 pid_tgid = bpf_get_current_pid_tgid();
-    __u32 zero = 0, cpu;
+    __u32 zero = 0, cpu, event_id;
     struct pt_cpu_state *state;
     struct pt_record *record;
-    __u64 copy_len = data_len;
+    __u64 data_len, copy_len;
     __u16 flags = 0;
 
-    if (!stream_running || !process_traced(pid_tgid >> 32) || event_filtered(event_id))
+    if (!stream_running || !process_traced(pid_tgid >> 32))
+        return 0;
+    event_id = user_event_arg(ctx, 0);
+    if (event_filtered(event_id))
         return 0;
     state = bpf_map_lookup_elem(&cpu_states, &zero);
     if (!state)
         return 0;
     cpu = bpf_get_smp_processor_id();
 
+    copy_len = data_len = user_event_arg(ctx, 2);
     if (copy_len > max_data_size) {
         copy_len = max_data_size;
         flags |= PT_RECORD_TRUNCATED;
     }
     copy_len &= PT_DATA_BOUND_MASK;
-    if (copy_len &&
-        bpf_probe_read_user(state->staging + PT_RECORD_HEADER_SIZE, copy_len, data) != 0) {
+    if (copy_len && bpf_probe_read_user(state->staging + PT_RECORD_HEADER_SIZE, copy_len,
+                                        (const void *)user_event_arg(ctx, 1)) != 0) {
         copy_len = 0;
         flags |= PT_RECORD_DATA_FAULT;
     }
@@ -127,7 +202,7 @@ int BPF_USDT(user_event, __u32 event_id, const void *data, __u64 data_len, __u64
     record = (struct pt_record *)state->staging;
     record->timestamp_ns = now;
     record->thread_id = current_pthread_id();
-    record->prog_address = caller;
+    record->prog_address = user_event_arg(ctx, 3);
     record->pid = pid_tgid >> 32;
     record->tid = (__u32)pid_tgid;
     record->event_id = event_id;

@@ -26,6 +26,14 @@
 /* Each BPF ring record is preceded by the kernel's 8-byte ring header. */
 #define PT_RING_HEADER_SIZE 8u
 
+/* x86-64 registers a USDT argument can sit in, as the BPF side reads them
+ * from struct pt_regs. 0 means "not a plain register": use bpf_usdt_arg(). */
+enum pt_register {
+    PT_REG_NONE = 0,
+    PT_REG_AX, PT_REG_BX, PT_REG_CX, PT_REG_DX, PT_REG_SI, PT_REG_DI, PT_REG_BP, PT_REG_SP,
+    PT_REG_R8, PT_REG_R9, PT_REG_R10, PT_REG_R11, PT_REG_R12, PT_REG_R13, PT_REG_R14, PT_REG_R15,
+};
+
 enum pt_record_flags {
     PT_RECORD_TRUNCATED = 1 << 0,  /* the caller passed more than max-data-size */
     PT_RECORD_DATA_FAULT = 1 << 1, /* the caller's data pointer was unreadable */

@@ -22,8 +22,11 @@ posix_trace_event(trace_event_id_t event_id, const void *__restrict data, size_t
 {
     if (__builtin_expect(posix_trace_event_semaphore != 0, 0)) {
         // The BPF program reads: id, data pointer, length, caller address.
-        STAP_PROBE4(posix_trace, event, event_id, data, data_len,
-                    __builtin_return_address(0));
+        // The caller's address is forced into a register: as a stack operand
+        // it would cost the BPF side a user memory read per event.
+        void *caller = __builtin_return_address(0);
+        asm volatile("" : "+r"(caller));
+        STAP_PROBE4(posix_trace, event, event_id, data, data_len, caller);
     }
 }
 

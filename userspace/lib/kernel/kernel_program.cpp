@@ -10,10 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <iterator>
 #include <mutex>
 
 #include "posixtrace.h"
 #include "posixtrace.skel.h"
+#include "usdt/usdt_notes.hpp"
 
 namespace posixtrace {
 namespace {
@@ -69,6 +72,10 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
             return errno_from(-errno);
         program->ring_fds_.push_back(std::move(ring));
     }
+    for (int i = 0; i < 4; ++i) {
+        skel->rodata->user_event_arg_regs[i] = config.user_event_arg_regs[i];
+        skel->rodata->user_event_arg_sizes[i] = config.user_event_arg_sizes[i];
+    }
     bpf_map__set_max_entries(skel->maps.rings, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
     if (int err = posixtrace_bpf__load(skel))
@@ -94,6 +101,10 @@ KernelProgram::~KernelProgram()
 
 int KernelProgram::trace_process(pid_t tgid)
 {
+    if (skeleton_->bss->primary_tgid == 0) {
+        skeleton_->bss->primary_tgid = uint32_t(tgid);
+        return 0;
+    }
     __u32 key = tgid, value = 1;
     if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value, BPF_ANY))
         return errno_from(-errno);
@@ -157,6 +168,39 @@ uint64_t KernelProgram::take_unreported_losses()
     if (unreported && !states.empty())
         bpf_map_update_elem(fd, &key, states.data(), BPF_ANY);
     return unreported;
+}
+
+namespace {
+uint8_t pt_register_of(const std::string &name)
+{
+    static const char *const names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+                                        "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
+    for (size_t i = 0; i < std::size(names); ++i)
+        if (name == names[i])
+            return uint8_t(PT_REG_AX + i);
+    return PT_REG_NONE;
+}
+} // namespace
+
+void locate_user_event_arguments(const std::string &binary, KernelProgram::Config &config)
+{
+    std::fill(std::begin(config.user_event_arg_regs), std::end(config.user_event_arg_regs),
+              uint8_t(PT_REG_NONE));
+    std::vector<UsdtProbe> probes;
+    if (read_usdt_probes(binary, probes) != 0)
+        return;
+    for (const auto &probe : probes) {
+        if (probe.provider != "posix_trace" || probe.name != "event" || probe.parsed.size() != 4)
+            continue;
+        for (size_t i = 0; i < 4; ++i) {
+            const UsdtArgument &argument = probe.parsed[i];
+            if (argument.kind != UsdtArgument::Kind::Register)
+                return; // every site must agree; fall back to bpf_usdt_arg
+            config.user_event_arg_regs[i] = pt_register_of(argument.reg);
+            config.user_event_arg_sizes[i] = int8_t(argument.size);
+        }
+        return; // one site: libposixtrace has exactly one
+    }
 }
 
 std::string object_path_of(const void *address)

@@ -24,6 +24,10 @@ public:
     struct Config {
         size_t ring_bytes;      // per CPU, a power of two multiple of the page size
         uint32_t max_data_size; // bytes of user data copied per event
+        // Registers holding posix_trace_event's probe arguments (enum
+        // pt_register, PT_REG_NONE when unknown) and their sizes.
+        uint8_t user_event_arg_regs[4];
+        int8_t user_event_arg_sizes[4];
     };
 
     // 0, or EPERM (no privilege to load BPF), ENOMEM, or another errno.
@@ -31,6 +35,8 @@ public:
     explicit KernelProgram(const Config &config) : config_(config) {}
     ~KernelProgram();
 
+    // The first process traced is the stream's primary target (a cheaper
+    // check in the kernel); later ones (inheritance) go to a hash map.
     int trace_process(pid_t tgid);
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
     int attach_user_event_probe(pid_t pid, const std::string &binary);
@@ -60,6 +66,9 @@ private:
     std::vector<UniqueFd> ring_fds_;
     std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
 };
+
+// Where the arguments of the posix_trace:event probe in `binary` sit.
+void locate_user_event_arguments(const std::string &binary, KernelProgram::Config &config);
 
 // Path of the object (shared library or executable) that holds `address`
 // in this process, for attaching probes to our own code.

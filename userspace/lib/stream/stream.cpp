@@ -72,17 +72,19 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
     creator_pid_ = getpid();
     target_pid_ = target;
 
+    std::string binary = target == getpid()
+                             ? object_path_of(reinterpret_cast<void *>(&posix_trace_event))
+                             : std::string("/proc/") + std::to_string(target) + "/exe";
     KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
-                                 uint32_t(attributes.max_data_size)};
+                                 uint32_t(attributes.max_data_size), {}, {}};
+    locate_user_event_arguments(binary, config);
     if (int err = KernelProgram::load(config, kernel_))
         return err;
     if (int err = SystemSlot::acquire(slot_))
         return err;
     if (int err = kernel_->trace_process(target))
         return err;
-    if (int err = kernel_->attach_user_event_probe(
-            target, target == getpid() ? object_path_of(reinterpret_cast<void *>(&posix_trace_event))
-                                       : std::string("/proc/") + std::to_string(target) + "/exe"))
+    if (int err = kernel_->attach_user_event_probe(target, binary))
         return err;
 
     buffer_ = std::make_unique<EventBuffer>(attributes.stream_size);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# make bench: the user event path of posixtrace next to its peers, in one run.
+# Prints a table; BENCHMARKS.md keeps the latest figures.
+set -uo pipefail
+build=${1:-build}
+bin=$build/bench/bench_user_event
+lib=$(readlink -f "$build/lib/libposixtrace.so.1")
+events=${BENCH_EVENTS:-2000000}
+runs=${BENCH_RUNS:-3}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
+
+# Runs the bench in external mode under a bpftrace program; prints ns/event
+# and the events bpftrace reported lost.
+under_bpftrace() {
+    local program=$1 out pid bt ready lost
+    out=$(mktemp); ready=$(mktemp)
+    "$bin" external "$events" >"$out" &
+    pid=$!
+    until grep -q ready "$out"; do sleep 0.05; done
+    bpftrace -p "$pid" -e "$program" >/dev/null 2>"$ready" &
+    bt=$!
+    for _ in $(seq 200); do grep -q Attaching "$ready" && break; sleep 0.05; done
+    sleep 0.5
+    kill -USR1 "$pid"
+    wait "$pid"
+    sleep 0.3
+    kill -INT "$bt" 2>/dev/null; wait "$bt" 2>/dev/null
+    lost=$(grep -o 'Lost [0-9]* events' "$ready" | awk '{s+=$2} END {print s+0}')
+    echo "$(field ns_per_event <"$out") $lost"
+    rm -f "$out" "$ready"
+}
+
+collect() { # label, command...
+    local label=$1; shift
+    local costs=() extra=""
+    for _ in $(seq "$runs"); do
+        line=$("$@")
+        costs+=("$(echo "$line" | awk '{print $1}')")
+        extra=$(echo "$line" | cut -s -d' ' -f2-)
+    done
+    printf '%s\n' "${costs[@]}" | median | xargs printf "| %-58s | %10s | %s\n" "$label" - "$extra" >/dev/null
+    printf "| %-58s | %10.2f | %-28s |\n" "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
+}
+
+echo "posix_trace_event() with a 64-byte payload, $events events per run, median of $runs runs"
+echo "machine: $(nproc) CPUs, $(uname -r)"
+echo
+printf "| %-58s | %10s | %-28s |\n" "case" "ns/event" "notes"
+printf "|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..60})" "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..30})"
+collect "no stream (semaphore off)" bash -c "$bin untraced $((events * 50)) | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2"
+collect "uprobe floor: empty BPF program on the probe (bpftrace {})" under_bpftrace "usdt:$lib:posix_trace:event { }"
+stream_line() { "$bin" stream "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "lost=" v["lost"]}'; }
+collect "posixtrace stream, reader draining with getnext" stream_line
+collect "bpftrace: 64 bytes to its output (printf %r buf)" \
+    under_bpftrace "usdt:$lib:posix_trace:event { printf(\"%r\\n\", buf(arg1, 64)); }"
+echo
+echo "sustained delivery, 2 emitting threads x $events events, default stream size (8 MiB):"
+"$bin" sustained "$events"

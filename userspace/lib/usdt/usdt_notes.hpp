@@ -1,0 +1,38 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace posixtrace {
+
+// One argument of a USDT probe as its note describes it, e.g. "-4@%edi" or
+// "8@-16(%rbp)".
+struct UsdtArgument {
+    enum class Kind { Constant, Register, RegisterDeref };
+    Kind kind = Kind::Constant;
+    int size = 8;         // bytes; negative when signed
+    std::string reg;      // 64-bit register name, without '%': "rdi", "r8"
+    int64_t value = 0;    // the constant, or the offset of a dereference
+};
+
+// One probe site from an ELF file's .note.stapsdt section.
+struct UsdtProbe {
+    std::string provider;
+    std::string name;
+    uint64_t address = 0;   // link-time address of the probe site
+    uint64_t base = 0;      // link-time address of .stapsdt.base
+    uint64_t semaphore = 0; // link-time address, 0 when none
+    std::string arguments;  // as written in the note
+    std::vector<UsdtArgument> parsed;
+};
+
+// The USDT probes of an ELF file; 0, or an errno (ENOENT, EACCES, ENOEXEC
+// for a file that is not ELF or is truncated).
+int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes);
+
+// Parses an x86-64 argument list ("4@%edi 8@%rsi ..."); nullopt when an
+// argument is not understood.
+std::optional<std::vector<UsdtArgument>> parse_usdt_arguments(const std::string &text);
+
+} // namespace posixtrace
