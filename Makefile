@@ -75,9 +75,10 @@ $(STLIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(CLI): $(CLI_OBJS) $(SHLIB)
+# The CLI uses the library's C++ classes, so it links the static archive.
+$(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
 $(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS)
 	@mkdir -p $(@D)

@@ -1,18 +1,22 @@
 // posixtrace: the command-line tool. See README.md.
 #include <CLI/CLI.hpp>
-#include <trace.h>
 
 #include <cstdio>
+
+#include "probes_command.hpp"
 
 int main(int argc, char **argv)
 {
     CLI::App app{"posixtrace: POSIX tracing for Linux on BPF"};
     app.set_version_flag("--version", std::string("posixtrace ") + POSIXTRACE_VERSION);
-    app.require_subcommand(0, 1);
-    CLI11_PARSE(app, argc, argv);
-    if (app.get_subcommands().empty()) {
-        std::fputs(app.help().c_str(), stdout);
-        return 0;
+    app.require_subcommand(1);
+    posixtrace::cli::add_probes_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::RuntimeError &result) {
+        return result.get_exit_code();
+    } catch (const CLI::ParseError &error) {
+        return app.exit(error);
     }
     return 0;
 }

@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "events/event_names.hpp"
 #include "events/event_set.hpp"
+#include "usdt/usdt_notes.hpp"
 #include "util/clock.hpp"
 
 namespace posixtrace {
@@ -48,6 +50,27 @@ bool valid_abstime(const timespec *t)
 
 uint64_t monotonic_now() { return clock_nanos(CLOCK_MONOTONIC); }
 
+// The object mapped in `pid` that holds the posix_trace:event probe: the
+// shared library when the process loaded it, else its executable when that
+// has the probe (linked with libposixtrace.a); empty when neither.
+std::string user_event_object_of(pid_t pid)
+{
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.find('/');
+        if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
+            return line.substr(slash);
+    }
+    std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    std::vector<UsdtProbe> probes;
+    if (read_usdt_probes(exe, probes) == 0)
+        for (const auto &probe : probes)
+            if (probe.provider == "posix_trace" && probe.name == "event")
+                return exe;
+    return {};
+}
+
 void drain_eventfd(int fd)
 {
     uint64_t value;
@@ -74,7 +97,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
 
     std::string binary = target == getpid()
                              ? object_path_of(reinterpret_cast<void *>(&posix_trace_event))
-                             : std::string("/proc/") + std::to_string(target) + "/exe";
+                             : user_event_object_of(target);
     KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
                                  uint32_t(attributes.max_data_size), {}, {}};
     locate_user_event_arguments(binary, config);
@@ -84,8 +107,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
         return err;
     if (int err = kernel_->trace_process(target))
         return err;
-    if (int err = kernel_->attach_user_event_probe(target, binary))
-        return err;
+    // A process without libposixtrace emits no user events; that is no error.
+    if (!binary.empty())
+        if (int err = kernel_->attach_user_event_probe(target, binary))
+            return err;
 
     buffer_ = std::make_unique<EventBuffer>(attributes.stream_size);
     if (!buffer_->valid())

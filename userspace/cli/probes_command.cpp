@@ -1,0 +1,106 @@
+#include "probes_command.hpp"
+
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "usdt/usdt_notes.hpp"
+
+namespace posixtrace::cli {
+namespace {
+
+struct ProbesOptions {
+    pid_t pid = 0;
+    std::string binary;
+};
+
+// The files mapped executable in a process, in map order, the executable first.
+std::vector<std::string> mapped_objects(pid_t pid)
+{
+    std::vector<std::string> objects;
+    std::set<std::string> seen;
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.find('/');
+        auto perms = line.find(' ');
+        if (slash == std::string::npos || perms == std::string::npos || line[perms + 3] != 'x')
+            continue;
+        std::string path = line.substr(slash);
+        if (seen.insert(path).second)
+            objects.push_back(path);
+    }
+    return objects;
+}
+
+int print_probes(const std::string &object, const std::string &display, bool quiet_if_none)
+{
+    std::vector<UsdtProbe> probes;
+    if (int err = read_usdt_probes(object, probes)) {
+        std::fprintf(stderr, "posixtrace: %s: %s\n", display.c_str(),
+                     err == ENOEXEC ? "not an ELF file (or a damaged one)" : std::strerror(err));
+        return err;
+    }
+    if (probes.empty()) {
+        if (!quiet_if_none)
+            std::fprintf(stderr, "posixtrace: %s: no USDT probes\n", display.c_str());
+        return 0;
+    }
+    static bool header_printed = false;
+    if (!std::exchange(header_printed, true))
+        std::printf("%-40s %14s %14s %4s  %s\n", "PROBE", "ADDRESS", "SEMAPHORE", "ARGS", "OBJECT");
+    for (const auto &probe : probes)
+        std::printf("%-40s %#14lx %#14lx %4zu  %s\n",
+                    (probe.provider + ":" + probe.name).c_str(),
+                    static_cast<unsigned long>(probe.address),
+                    static_cast<unsigned long>(probe.semaphore), probe.parsed.size(),
+                    display.c_str());
+    return 0;
+}
+
+int run(const ProbesOptions &options)
+{
+    if (options.pid) {
+        auto objects = mapped_objects(options.pid);
+        if (objects.empty()) {
+            std::fprintf(stderr, "posixtrace: no process %d (or it maps no files)\n", options.pid);
+            return 1;
+        }
+        for (const auto &object : objects) {
+            std::string via_proc =
+                "/proc/" + std::to_string(options.pid) + "/root" + object; // mount namespaces
+            print_probes(via_proc, object, true);
+        }
+        return 0;
+    }
+    return print_probes(options.binary, options.binary, false) ? 1 : 0;
+}
+
+} // namespace
+
+void add_probes_command(CLI::App &app)
+{
+    auto options = std::make_shared<ProbesOptions>();
+    CLI::App *command = app.add_subcommand("probes", "List the USDT probes of a binary or a process");
+    command->footer("Examples:\n  posixtrace probes /usr/bin/python3.11\n  posixtrace probes -p 1234");
+    auto *pid = command->add_option("-p,--pid", options->pid, "Process whose mapped objects to list")
+                    ->check(CLI::PositiveNumber);
+    auto *binary = command->add_option("binary", options->binary, "ELF executable or library")
+                       ->check(CLI::ExistingFile);
+    pid->excludes(binary);
+    binary->excludes(pid);
+    command->callback([options, command] {
+        if (!options->pid && options->binary.empty())
+            throw CLI::ValidationError("probes", "give a BINARY or -p PID");
+        throw CLI::RuntimeError(run(*options));
+    });
+}
+
+} // namespace posixtrace::cli
