@@ -1,0 +1,1049 @@
+// Tests of the trace stream functions of <trace.h> on real BPF: create,
+// start/stop, filter, attributes, status, clear, the getnext family,
+// shutdown, invalid handles and the event types of a stream.
+// Every test creates its own stream tracing this process (pid 0) and emits
+// user events with posix_trace_event(). Runs as root.
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "test_support.hpp"
+
+using namespace test_support;
+
+namespace {
+
+const std::vector<trace_event_id_t> kBuiltinIds = [] {
+    std::vector<trace_event_id_t> ids;
+    for (trace_event_id_t id = 0; id <= 7; ++id)
+        ids.push_back(id);
+    for (trace_event_id_t id = 16; id <= 29; ++id)
+        ids.push_back(id);
+    ids.push_back(31);
+    return ids;
+}();
+
+trace_event_set_t make_set(std::initializer_list<trace_event_id_t> ids)
+{
+    trace_event_set_t set;
+    posix_trace_eventset_empty(&set);
+    for (auto id : ids)
+        posix_trace_eventset_add(id, &set);
+    return set;
+}
+
+bool same_set(const trace_event_set_t &a, const trace_event_set_t &b)
+{
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+trace_event_set_t current_filter(trace_id_t trid)
+{
+    trace_event_set_t set;
+    std::memset(&set, 0xa5, sizeof set);
+    REQUIRE(posix_trace_get_filter(trid, &set) == 0);
+    return set;
+}
+
+bool member(trace_event_id_t id, const trace_event_set_t &set)
+{
+    int is = -1;
+    REQUIRE(posix_trace_eventset_ismember(id, &set, &is) == 0);
+    return is != 0;
+}
+
+posix_trace_status_info status_of(trace_id_t trid)
+{
+    posix_trace_status_info status{};
+    REQUIRE(posix_trace_get_status(trid, &status) == 0);
+    return status;
+}
+
+// Runs fn in a forked child and returns the child's exit code (the error
+// number the function returned), or -1 if the child did not exit normally.
+template <class Fn>
+int in_child(Fn fn)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(fn());
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+pid_t dead_pid()
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    return child;
+}
+
+// Stream slots (TRACE_SYS_MAX system-wide) currently held by other
+// processes: the slot lock files that /proc/locks shows locked by a pid not
+// ours. Lets the EAGAIN test stay exact while other test runs hold streams.
+int slots_held_by_others()
+{
+    std::set<std::pair<dev_t, ino_t>> slots;
+    for (const char *dir : {"/run/posixtrace", "/tmp"})
+        for (int i = 0; i < TRACE_SYS_MAX; ++i) {
+            std::string path = std::string(dir) + "/stream-slot." + std::to_string(i);
+            struct stat st {};
+            if (stat(path.c_str(), &st) == 0)
+                slots.insert({st.st_dev, st.st_ino});
+        }
+    std::ifstream locks("/proc/locks");
+    std::string line;
+    int held = 0;
+    while (std::getline(locks, line)) {
+        std::istringstream in(line);
+        std::string index, type, mode, access, pid, where;
+        in >> index >> type;
+        if (type == "->" || type != "FLOCK")
+            continue;
+        in >> mode >> access >> pid >> where;
+        unsigned major_no = 0, minor_no = 0;
+        unsigned long long inode = 0;
+        if (std::sscanf(where.c_str(), "%x:%x:%llu", &major_no, &minor_no, &inode) != 3)
+            continue;
+        if (std::stol(pid) == long(getpid()))
+            continue;
+        if (slots.count({makedev(major_no, minor_no), ino_t(inode)}))
+            ++held;
+    }
+    return held;
+}
+
+// Every function taking a trid answers EINVAL for this one.
+void check_all_einval(trace_id_t trid)
+{
+    CAPTURE(trid);
+    trace_attr_t attr;
+    posix_trace_status_info status{};
+    trace_event_set_t set = make_set({});
+    trace_event_id_t id = 0;
+    int unavailable = 0;
+    char name[TRACE_EVENT_NAME_MAX];
+
+    CHECK(posix_trace_start(trid) == EINVAL);
+    CHECK(posix_trace_stop(trid) == EINVAL);
+    CHECK(posix_trace_clear(trid) == EINVAL);
+    CHECK(posix_trace_get_attr(trid, &attr) == EINVAL);
+    CHECK(posix_trace_get_status(trid, &status) == EINVAL);
+    CHECK(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == EINVAL);
+    CHECK(posix_trace_get_filter(trid, &set) == EINVAL);
+    CHECK(get_next(trid, GetNext::Try).err == EINVAL);
+    timespec soon = realtime_in(200'000'000);
+    CHECK(get_next(trid, GetNext::Timed, &soon).err == EINVAL);
+    {
+        auto blocked = run_detached([trid] { return get_next(trid, GetNext::Block); });
+        if (blocked.wait_for(2s) == std::future_status::ready)
+            CHECK(blocked.get().err == EINVAL);
+        else
+            FAIL_CHECK("posix_trace_getnext_event blocked on an invalid trid");
+    }
+    CHECK(posix_trace_trid_eventid_open(trid, "stream_api.invalid_trid", &id) == EINVAL);
+    CHECK(posix_trace_eventid_get_name(trid, POSIX_TRACE_START, name) == EINVAL);
+    CHECK(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == EINVAL);
+    CHECK(posix_trace_eventtypelist_rewind(trid) == EINVAL);
+    CHECK(posix_trace_shutdown(trid) == EINVAL);
+}
+
+volatile sig_atomic_t g_sigusr1_count = 0;
+void count_sigusr1(int) { g_sigusr1_count = g_sigusr1_count + 1; }
+
+// State of a thread from /proc ('S' while it sleeps in a blocking call).
+char thread_state(pid_t tid)
+{
+    std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    auto paren = content.rfind(')');
+    return paren == std::string::npos || paren + 2 >= content.size() ? '?' : content[paren + 2];
+}
+
+} // namespace
+
+// ---- posix_trace_create -------------------------------------------------
+
+TEST_CASE("create: succeeds with NULL or initialised attr, for pid 0 and getpid()", "[stream]")
+{
+    SECTION("NULL attr, pid 0")
+    {
+        trace_id_t trid = -1;
+        REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
+        StreamGuard guard(trid);
+        CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_SUSPENDED);
+    }
+    SECTION("initialised attr, pid getpid()")
+    {
+        trace_attr_t attr;
+        REQUIRE(posix_trace_attr_init(&attr) == 0);
+        trace_id_t trid = -1;
+        REQUIRE(posix_trace_create(getpid(), &attr, &trid) == 0);
+        StreamGuard guard(trid);
+        CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_SUSPENDED);
+        posix_trace_attr_destroy(&attr);
+    }
+    SECTION("two streams get distinct ids")
+    {
+        auto a = make_stream();
+        auto b = make_stream();
+        CHECK(a.get() != b.get());
+    }
+}
+
+TEST_CASE("create: EINVAL for NULL trid, uninitialised attr, POSIX_TRACE_FLUSH policy", "[stream]")
+{
+    trace_id_t trid = 12345;
+    SECTION("NULL trid")
+    {
+        CHECK(posix_trace_create(0, nullptr, nullptr) == EINVAL);
+    }
+    SECTION("attr never initialised")
+    {
+        trace_attr_t attr;
+        std::memset(&attr, 0, sizeof attr);
+        int err = posix_trace_create(0, &attr, &trid);
+        if (err == 0)
+            posix_trace_shutdown(trid);
+        CHECK(err == EINVAL);
+    }
+    SECTION("stream full policy POSIX_TRACE_FLUSH without a log")
+    {
+        trace_attr_t attr;
+        REQUIRE(posix_trace_attr_init(&attr) == 0);
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_FLUSH) == 0);
+        int err = posix_trace_create(0, &attr, &trid);
+        if (err == 0)
+            posix_trace_shutdown(trid);
+        CHECK(err == EINVAL);
+        posix_trace_attr_destroy(&attr);
+    }
+}
+
+TEST_CASE("create: ESRCH for a process that does not exist", "[stream]")
+{
+    pid_t gone = dead_pid();
+    trace_id_t trid = -1;
+    int err = posix_trace_create(gone, nullptr, &trid);
+    if (err == 0)
+        posix_trace_shutdown(trid);
+    CHECK(err == ESRCH);
+}
+
+TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after shutdown", "[stream]")
+{
+    // Small streams: each one maps a ring per CPU.
+    trace_attr_t attr;
+    REQUIRE(posix_trace_attr_init(&attr) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&attr, 4096) == 0);
+
+    int others_before = slots_held_by_others();
+    std::vector<StreamGuard> streams;
+    int err = 0;
+    for (int i = 0; i <= TRACE_SYS_MAX; ++i) {
+        trace_id_t trid = -1;
+        err = posix_trace_create(0, &attr, &trid);
+        if (err != 0)
+            break;
+        streams.emplace_back(trid);
+    }
+    int others_after = slots_held_by_others();
+    INFO("slots held by other processes: " << others_before << " before, " << others_after
+                                           << " after");
+    CHECK(err == EAGAIN);
+    if (others_before == others_after)
+        CHECK(int(streams.size()) == TRACE_SYS_MAX - others_before);
+    else
+        WARN("other processes created or shut down streams meanwhile: count not checked");
+
+    for (auto &s : streams)
+        CHECK(s.shutdown() == 0);
+    streams.clear();
+
+    trace_id_t trid = -1;
+    REQUIRE(posix_trace_create(0, &attr, &trid) == 0);
+    StreamGuard again(trid);
+    posix_trace_attr_destroy(&attr);
+}
+
+TEST_CASE("create: EPERM without privileges", "[stream]")
+{
+    int code = in_child([] {
+        if (setgroups(0, nullptr) != 0)
+            return 201;
+        if (setgid(65534) != 0)
+            return 202;
+        if (setuid(65534) != 0) // drops every capability
+            return 203;
+        trace_id_t trid = -1;
+        return posix_trace_create(0, nullptr, &trid);
+    });
+    INFO("child exit code " << code << " (" << (code > 0 && code < 200 ? std::strerror(code) : "")
+                            << ")");
+    CHECK(code == EPERM);
+}
+
+// ---- state, start, stop ---------------------------------------------------
+
+TEST_CASE("a new stream is suspended, not full, no overrun, not flushing; records nothing",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.before_start");
+    trace_event_id_t b = user_event("stream_api.after_start");
+
+    auto status = status_of(trid);
+    CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    CHECK(status.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+    CHECK(status.posix_stream_overrun_status == POSIX_TRACE_NO_OVERRUN);
+    CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+
+    posix_trace_event(a, "x", 1);
+    std::this_thread::sleep_for(10ms);
+    CHECK(read_available(trid).empty());
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    posix_trace_event(b, nullptr, 0);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    CHECK(ids_of(read_available(trid)) ==
+          std::vector<trace_event_id_t>{POSIX_TRACE_START, b, POSIX_TRACE_STOP});
+}
+
+TEST_CASE("start/stop: status, one start and one stop event, order start, user events, stop",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.order_a");
+    trace_event_id_t b = user_event("stream_api.order_b");
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_RUNNING);
+    REQUIRE(posix_trace_start(trid) == 0); // already running: no second start event
+    CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_RUNNING);
+
+    const char hello[] = "hello";
+    posix_trace_event(a, hello, sizeof hello);
+    posix_trace_event(b, nullptr, 0);
+
+    REQUIRE(posix_trace_stop(trid) == 0);
+    CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_SUSPENDED);
+    REQUIRE(posix_trace_stop(trid) == 0); // already suspended: no second stop event
+    CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_SUSPENDED);
+
+    std::this_thread::sleep_for(10ms);
+    auto events = read_available(trid);
+    REQUIRE(ids_of(events) == std::vector<trace_event_id_t>{POSIX_TRACE_START, a, b, POSIX_TRACE_STOP});
+
+    CHECK(events[0].data.size() == 0);
+    CHECK(events[1].data == std::vector<unsigned char>(hello, hello + sizeof hello));
+    CHECK(events[1].info.posix_pid == getpid());
+    CHECK(events[2].data.size() == 0);
+    REQUIRE(events[3].data.size() == sizeof(posix_trace_stop_data));
+    posix_trace_stop_data stop;
+    std::memcpy(&stop, events[3].data.data(), sizeof stop);
+    CHECK(stop.cause == POSIX_TRACE_STOP_BY_CALL);
+
+    for (size_t i = 1; i < events.size(); ++i)
+        CHECK(timespec_le(events[i - 1].info.posix_timestamp, events[i].info.posix_timestamp));
+}
+
+TEST_CASE("stop flushes: every event emitted before it is readable at once", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.flushed");
+    constexpr int kCount = 200;
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    for (int i = 0; i < kCount; ++i)
+        posix_trace_event(a, &i, sizeof i);
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    auto events = read_available(trid); // no waiting
+    REQUIRE(events.size() == kCount + 2);
+    CHECK(events.front().info.posix_event_id == POSIX_TRACE_START);
+    CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+    for (int i = 0; i < kCount; ++i) {
+        const Event &e = events[size_t(i) + 1];
+        CHECK(e.info.posix_event_id == a);
+        int value = -1;
+        REQUIRE(e.data.size() == sizeof value);
+        std::memcpy(&value, e.data.data(), sizeof value);
+        CHECK(value == i);
+    }
+}
+
+// ---- filter -----------------------------------------------------------------
+
+TEST_CASE("filter: empty at first; SET, ADD and SUB", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.filter_a");
+    trace_event_id_t b = user_event("stream_api.filter_b");
+
+    trace_event_set_t filter = current_filter(trid);
+    CHECK(same_set(filter, make_set({})));
+
+    trace_event_set_t set = make_set({POSIX_TRACE_STOP, a});
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+    filter = current_filter(trid);
+    CHECK(member(POSIX_TRACE_STOP, filter));
+    CHECK(member(a, filter));
+    CHECK_FALSE(member(b, filter));
+    CHECK_FALSE(member(POSIX_TRACE_START, filter));
+    CHECK(same_set(filter, make_set({POSIX_TRACE_STOP, a})));
+
+    set = make_set({b});
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_ADD_EVENTSET) == 0);
+    filter = current_filter(trid);
+    CHECK(member(POSIX_TRACE_STOP, filter));
+    CHECK(member(a, filter));
+    CHECK(member(b, filter));
+    CHECK(same_set(filter, make_set({POSIX_TRACE_STOP, a, b})));
+
+    set = make_set({a, POSIX_TRACE_ERROR}); // ERROR is not in the filter: no effect
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SUB_EVENTSET) == 0);
+    filter = current_filter(trid);
+    CHECK(member(POSIX_TRACE_STOP, filter));
+    CHECK_FALSE(member(a, filter));
+    CHECK(member(b, filter));
+    CHECK_FALSE(member(POSIX_TRACE_ERROR, filter));
+    CHECK(same_set(filter, make_set({POSIX_TRACE_STOP, b})));
+
+    set = make_set({a});
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+    CHECK(same_set(current_filter(trid), make_set({a})));
+
+    set = make_set({});
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+    CHECK(same_set(current_filter(trid), make_set({})));
+}
+
+TEST_CASE("filter: EINVAL for an invalid how or a NULL set; filter unchanged", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_set_t initial = make_set({POSIX_TRACE_FILTER, 100});
+    REQUIRE(posix_trace_set_filter(trid, &initial, POSIX_TRACE_SET_EVENTSET) == 0);
+
+    trace_event_set_t other = make_set({POSIX_TRACE_START, 200});
+    for (int how : {0, 99, -1, 4}) {
+        CAPTURE(how);
+        CHECK(posix_trace_set_filter(trid, &other, how) == EINVAL);
+        CHECK(same_set(current_filter(trid), initial));
+    }
+    CHECK(posix_trace_set_filter(trid, nullptr, POSIX_TRACE_SET_EVENTSET) == EINVAL);
+    CHECK(posix_trace_set_filter(trid, nullptr, POSIX_TRACE_ADD_EVENTSET) == EINVAL);
+    CHECK(same_set(current_filter(trid), initial));
+    CHECK(posix_trace_get_filter(trid, nullptr) == EINVAL);
+}
+
+TEST_CASE("filter: a filtered user event is not recorded, an unfiltered one is", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.filtered");
+    trace_event_id_t b = user_event("stream_api.unfiltered");
+
+    trace_event_set_t set = make_set({a});
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    posix_trace_event(a, "a", 1);
+    posix_trace_event(b, "b", 1);
+    posix_trace_event(a, "a", 1);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    std::this_thread::sleep_for(10ms);
+    CHECK(ids_of(read_available(trid)) ==
+          std::vector<trace_event_id_t>{POSIX_TRACE_START, b, POSIX_TRACE_STOP});
+}
+
+TEST_CASE("filter: a change while running records posix_trace_filter, none while suspended",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.filter_event_a");
+    trace_event_id_t b = user_event("stream_api.filter_event_b");
+
+    // Suspended: no event.
+    trace_event_set_t first = make_set({a});
+    REQUIRE(posix_trace_set_filter(trid, &first, POSIX_TRACE_SET_EVENTSET) == 0);
+    std::this_thread::sleep_for(10ms);
+    CHECK(read_available(trid).empty());
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    trace_event_set_t added = make_set({b});
+    REQUIRE(posix_trace_set_filter(trid, &added, POSIX_TRACE_ADD_EVENTSET) == 0);
+    posix_trace_event(a, nullptr, 0); // both filtered now
+    posix_trace_event(b, nullptr, 0);
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    // Suspended again: no event.
+    trace_event_set_t removed = make_set({a, b});
+    REQUIRE(posix_trace_set_filter(trid, &removed, POSIX_TRACE_SUB_EVENTSET) == 0);
+    std::this_thread::sleep_for(10ms);
+
+    auto events = read_available(trid);
+    REQUIRE(ids_of(events) ==
+            std::vector<trace_event_id_t>{POSIX_TRACE_START, POSIX_TRACE_FILTER, POSIX_TRACE_STOP});
+    REQUIRE(events[1].data.size() == sizeof(posix_trace_filter_data));
+    posix_trace_filter_data change;
+    std::memcpy(&change, events[1].data.data(), sizeof change);
+    CHECK(same_set(change.old_filter, make_set({a})));
+    CHECK(same_set(change.new_filter, make_set({a, b})));
+    CHECK(same_set(current_filter(trid), make_set({})));
+}
+
+// ---- attributes and status ---------------------------------------------------
+
+TEST_CASE("get_attr: the attributes the stream was created with, and its creation time",
+          "[stream]")
+{
+    trace_attr_t attr;
+    REQUIRE(posix_trace_attr_init(&attr) == 0);
+    REQUIRE(posix_trace_attr_setname(&attr, "api-attrs") == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&attr, 1u << 20) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&attr, 256) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_UNTIL_FULL) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&attr, POSIX_TRACE_APPEND) == 0);
+
+    timespec before = realtime_now();
+    trace_id_t trid = -1;
+    REQUIRE(posix_trace_create(0, &attr, &trid) == 0);
+    StreamGuard guard(trid);
+    timespec after = realtime_now();
+
+    // Changing the attributes object later does not change the stream.
+    REQUIRE(posix_trace_attr_setname(&attr, "changed") == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&attr, 2u << 20) == 0);
+
+    trace_attr_t got;
+    std::memset(&got, 0, sizeof got);
+    REQUIRE(posix_trace_get_attr(trid, &got) == 0);
+
+    char name[TRACE_NAME_MAX] = {};
+    REQUIRE(posix_trace_attr_getname(&got, name) == 0);
+    CHECK(std::string(name) == "api-attrs");
+    size_t size = 0;
+    REQUIRE(posix_trace_attr_getstreamsize(&got, &size) == 0);
+    CHECK(size == (1u << 20));
+    REQUIRE(posix_trace_attr_getmaxdatasize(&got, &size) == 0);
+    CHECK(size == 256);
+    int policy = 0;
+    REQUIRE(posix_trace_attr_getstreamfullpolicy(&got, &policy) == 0);
+    CHECK(policy == POSIX_TRACE_UNTIL_FULL);
+    REQUIRE(posix_trace_attr_getlogfullpolicy(&got, &policy) == 0);
+    CHECK(policy == POSIX_TRACE_APPEND);
+    REQUIRE(posix_trace_attr_getinherited(&got, &policy) == 0);
+    CHECK(policy == POSIX_TRACE_CLOSE_FOR_CHILD);
+
+    timespec created{};
+    REQUIRE(posix_trace_attr_getcreatetime(&got, &created) == 0);
+    CAPTURE(before.tv_sec, before.tv_nsec, created.tv_sec, created.tv_nsec, after.tv_sec,
+            after.tv_nsec);
+    CHECK(timespec_le(before, created));
+    CHECK(timespec_le(created, after));
+
+    CHECK(posix_trace_get_attr(trid, nullptr) == EINVAL);
+    posix_trace_attr_destroy(&got);
+    posix_trace_attr_destroy(&attr);
+}
+
+TEST_CASE("get_attr with NULL attr and default attributes", "[stream]")
+{
+    auto stream = make_stream();
+    trace_attr_t got;
+    REQUIRE(posix_trace_get_attr(stream.get(), &got) == 0);
+    int policy = 0;
+    REQUIRE(posix_trace_attr_getstreamfullpolicy(&got, &policy) == 0);
+    CHECK(policy == POSIX_TRACE_LOOP);
+    CHECK(posix_trace_get_attr(stream.get(), nullptr) == EINVAL);
+}
+
+TEST_CASE("get_status: EINVAL for a NULL status", "[stream]")
+{
+    auto stream = make_stream();
+    CHECK(posix_trace_get_status(stream.get(), nullptr) == EINVAL);
+}
+
+// ---- clear -------------------------------------------------------------------
+
+TEST_CASE("clear on a running stream: events gone, still running, new events recorded",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+    trace_event_id_t a = user_event("stream_api.clear_before");
+    trace_event_id_t b = user_event("stream_api.clear_after");
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    for (int i = 0; i < 5; ++i)
+        posix_trace_event(a, &i, sizeof i);
+    std::this_thread::sleep_for(20ms); // recorded into the stream by now
+    posix_trace_event(a, nullptr, 0);  // and one still in the kernel ring
+
+    REQUIRE(posix_trace_clear(trid) == 0);
+    auto status = status_of(trid);
+    CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
+    CHECK(status.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+    auto r = get_next(trid, GetNext::Try);
+    CHECK(r.err == 0);
+    CHECK(r.unavailable != 0);
+
+    posix_trace_event(b, "b", 1);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    CHECK(ids_of(read_available(trid)) == std::vector<trace_event_id_t>{b, POSIX_TRACE_STOP});
+}
+
+TEST_CASE("clear on a suspended full stream: events gone, not full, still suspended",
+          "[stream]")
+{
+    trace_attr_t attr;
+    REQUIRE(posix_trace_attr_init(&attr) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&attr, 4096) == 0); // smallest: fills fast
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_LOOP) == 0);
+    auto stream = make_stream(&attr);
+    trace_id_t trid = stream.get();
+    trace_event_id_t a = user_event("stream_api.clear_fill");
+    trace_event_id_t b = user_event("stream_api.clear_fresh");
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    char payload[64] = {};
+    for (int i = 0; i < 300; ++i)
+        posix_trace_event(a, payload, sizeof payload);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    auto status = status_of(trid);
+    CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    CHECK(status.posix_stream_full_status == POSIX_TRACE_FULL);
+
+    REQUIRE(posix_trace_clear(trid) == 0);
+    status = status_of(trid);
+    CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    CHECK(status.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+    auto r = get_next(trid, GetNext::Try);
+    CHECK(r.err == 0);
+    CHECK(r.unavailable != 0);
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    posix_trace_event(b, nullptr, 0);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    CHECK(ids_of(read_available(trid)) ==
+          std::vector<trace_event_id_t>{POSIX_TRACE_START, b, POSIX_TRACE_STOP});
+    posix_trace_attr_destroy(&attr);
+}
+
+// ---- getnext family -------------------------------------------------------------
+
+TEST_CASE("trygetnext on an empty stream: 0 with unavailable set", "[stream]")
+{
+    auto stream = make_stream();
+    auto r = get_next(stream.get(), GetNext::Try);
+    CHECK(r.err == 0);
+    CHECK(r.unavailable != 0);
+}
+
+TEST_CASE("getnext blocks until an event is emitted and returns it promptly", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+    trace_event_id_t a = user_event("stream_api.wake_reader");
+
+    REQUIRE(posix_trace_start(trid) == 0);
+    timespec deadline = realtime_in(1'000'000'000);
+    auto start = get_next(trid, GetNext::Timed, &deadline);
+    REQUIRE(start.err == 0);
+    REQUIRE(start.info.posix_event_id == POSIX_TRACE_START);
+
+    auto called = Clock::now();
+    auto reader = run_detached([trid] { return get_next(trid, GetNext::Block); });
+    std::this_thread::sleep_for(100ms);
+    auto emitted = Clock::now();
+    posix_trace_event(a, "wake", 4);
+
+    if (reader.wait_for(3s) != std::future_status::ready) {
+        FAIL_CHECK("posix_trace_getnext_event did not return after the event");
+        stream.shutdown(); // releases the reader
+        reader.wait_for(2s);
+        return;
+    }
+    ReadResult r = reader.get();
+    CHECK(r.err == 0);
+    CHECK(r.unavailable == 0);
+    CHECK(r.info.posix_event_id == a);
+    CHECK(r.data_len == 4);
+    double blocked_ms = ms_between(called, r.returned_at);
+    double latency_ms = ms_between(emitted, r.returned_at);
+    CAPTURE(blocked_ms, latency_ms);
+    CHECK(blocked_ms >= 95);
+    CHECK(latency_ms < 50);
+}
+
+TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothing is available",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+
+    SECTION("abstime 50 ms ahead, nothing emitted: ETIMEDOUT after about 50 ms")
+    {
+        timespec abstime = realtime_in(50'000'000);
+        auto before = Clock::now();
+        auto r = get_next(trid, GetNext::Timed, &abstime);
+        double waited_ms = ms_between(before, r.returned_at);
+        CAPTURE(waited_ms);
+        CHECK(r.err == ETIMEDOUT);
+        CHECK(waited_ms >= 45);
+        CHECK(waited_ms < 150);
+    }
+    SECTION("abstime already past: ETIMEDOUT at once")
+    {
+        timespec abstime = realtime_in(-1'000'000'000);
+        auto before = Clock::now();
+        auto r = get_next(trid, GetNext::Timed, &abstime);
+        CHECK(r.err == ETIMEDOUT);
+        CHECK(ms_between(before, r.returned_at) < 20);
+    }
+    SECTION("invalid abstime, nothing available: EINVAL")
+    {
+        timespec abstime = realtime_in(50'000'000);
+        abstime.tv_nsec = -1;
+        CHECK(get_next(trid, GetNext::Timed, &abstime).err == EINVAL);
+        abstime.tv_nsec = 1000000000;
+        CHECK(get_next(trid, GetNext::Timed, &abstime).err == EINVAL);
+    }
+    SECTION("invalid abstime, an event available: the event")
+    {
+        REQUIRE(posix_trace_start(trid) == 0);
+        REQUIRE(posix_trace_stop(trid) == 0); // start and stop are now readable
+        timespec abstime = realtime_in(50'000'000);
+        abstime.tv_nsec = -1;
+        auto r = get_next(trid, GetNext::Timed, &abstime);
+        CHECK(r.err == 0);
+        CHECK(r.unavailable == 0);
+        CHECK(r.info.posix_event_id == POSIX_TRACE_START);
+        abstime.tv_nsec = 1000000000;
+        r = get_next(trid, GetNext::Timed, &abstime);
+        CHECK(r.err == 0);
+        CHECK(r.unavailable == 0);
+        CHECK(r.info.posix_event_id == POSIX_TRACE_STOP);
+    }
+}
+
+TEST_CASE("getnext: EINTR when a signal handler runs in the blocked thread", "[stream]")
+{
+    struct sigaction action {}, previous{};
+    action.sa_handler = count_sigusr1;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;
+    REQUIRE(sigaction(SIGUSR1, &action, &previous) == 0);
+    struct Restore {
+        struct sigaction saved;
+        ~Restore() { sigaction(SIGUSR1, &saved, nullptr); }
+    } restore{previous};
+
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+
+    auto ids = std::make_shared<std::promise<std::pair<pthread_t, pid_t>>>();
+    auto ids_ready = ids->get_future();
+    auto reader = run_detached([trid, ids] {
+        ids->set_value({pthread_self(), gettid()});
+        return get_next(trid, GetNext::Block);
+    });
+    auto [thread, tid] = ids_ready.get();
+    for (int i = 0; i < 100 && thread_state(tid) != 'S'; ++i)
+        std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(50ms);
+    REQUIRE(reader.wait_for(0s) != std::future_status::ready);
+
+    g_sigusr1_count = 0;
+    REQUIRE(pthread_kill(thread, SIGUSR1) == 0);
+    if (reader.wait_for(2s) != std::future_status::ready) {
+        FAIL_CHECK("posix_trace_getnext_event did not return after the signal");
+        stream.shutdown();
+        reader.wait_for(2s);
+        return;
+    }
+    CHECK(g_sigusr1_count == 1);
+    CHECK(reader.get().err == EINTR);
+}
+
+TEST_CASE("getnext family: EINVAL for NULL event, data_len or unavailable", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    REQUIRE(posix_trace_start(trid) == 0);
+    REQUIRE(posix_trace_stop(trid) == 0); // events available: the checks are not about waiting
+
+    posix_trace_event_info info;
+    char data[64];
+    size_t len = 0;
+    int unavailable = 0;
+    timespec abstime = realtime_in(100'000'000);
+
+    CHECK(posix_trace_getnext_event(trid, nullptr, data, sizeof data, &len, &unavailable) == EINVAL);
+    CHECK(posix_trace_getnext_event(trid, &info, data, sizeof data, nullptr, &unavailable) == EINVAL);
+    CHECK(posix_trace_getnext_event(trid, &info, data, sizeof data, &len, nullptr) == EINVAL);
+    CHECK(posix_trace_trygetnext_event(trid, nullptr, data, sizeof data, &len, &unavailable) ==
+          EINVAL);
+    CHECK(posix_trace_trygetnext_event(trid, &info, data, sizeof data, nullptr, &unavailable) ==
+          EINVAL);
+    CHECK(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, nullptr) == EINVAL);
+    CHECK(posix_trace_timedgetnext_event(trid, nullptr, data, sizeof data, &len, &unavailable,
+                                         &abstime) == EINVAL);
+    CHECK(posix_trace_timedgetnext_event(trid, &info, data, sizeof data, nullptr, &unavailable,
+                                         &abstime) == EINVAL);
+    CHECK(posix_trace_timedgetnext_event(trid, &info, data, sizeof data, &len, nullptr,
+                                         &abstime) == EINVAL);
+
+    // None of those consumed an event.
+    CHECK(ids_of(read_available(trid)) ==
+          std::vector<trace_event_id_t>{POSIX_TRACE_START, POSIX_TRACE_STOP});
+}
+
+// ---- shutdown and invalid handles ------------------------------------------------
+
+TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+    REQUIRE(posix_trace_start(trid) == 0);
+    auto started = get_next(trid, GetNext::Try);
+    (void)started; // the start event, if already there
+
+    auto reader = run_detached([trid] {
+        // Reads until blocked on an empty stream.
+        for (;;) {
+            ReadResult r = get_next(trid, GetNext::Block);
+            if (r.err != 0 || r.info.posix_event_id != POSIX_TRACE_START)
+                return r;
+        }
+    });
+    std::this_thread::sleep_for(100ms);
+    REQUIRE(reader.wait_for(0s) != std::future_status::ready);
+    auto before = Clock::now();
+    CHECK(stream.shutdown() == 0);
+    REQUIRE(reader.wait_for(2s) == std::future_status::ready);
+    ReadResult r = reader.get();
+    CHECK(r.err == EINVAL);
+    CHECK(ms_between(before, r.returned_at) < 1000);
+}
+
+TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    REQUIRE(posix_trace_start(trid) == 0);
+    REQUIRE(stream.shutdown() == 0);
+    check_all_einval(trid); // includes a second shutdown
+    CHECK(posix_trace_shutdown(trid) == EINVAL);
+}
+
+TEST_CASE("invalid trids: EINVAL from every function", "[stream]")
+{
+    auto stream = make_stream(); // a live stream must not make other ids valid
+    for (trace_id_t trid : {0, -1, 999999})
+        check_all_einval(trid);
+    CHECK(status_of(stream.get()).posix_stream_status == POSIX_TRACE_SUSPENDED);
+}
+
+TEST_CASE("a forked child gets EINVAL for its parent's trid", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    REQUIRE(posix_trace_start(trid) == 0);
+
+    CHECK(in_child([trid] { return posix_trace_start(trid); }) == EINVAL);
+    CHECK(in_child([trid] { return posix_trace_stop(trid); }) == EINVAL);
+    CHECK(in_child([trid] { return posix_trace_clear(trid); }) == EINVAL);
+    CHECK(in_child([trid] {
+              posix_trace_status_info status;
+              return posix_trace_get_status(trid, &status);
+          }) == EINVAL);
+    CHECK(in_child([trid] {
+              trace_event_set_t set;
+              return posix_trace_get_filter(trid, &set);
+          }) == EINVAL);
+    CHECK(in_child([trid] { return get_next(trid, GetNext::Try).err; }) == EINVAL);
+    CHECK(in_child([trid] {
+              alarm(5); // never hang the parent
+              return get_next(trid, GetNext::Block).err;
+          }) == EINVAL);
+    CHECK(in_child([trid] { return posix_trace_shutdown(trid); }) == EINVAL);
+
+    // The parent's stream is untouched.
+    CHECK(status_of(trid).posix_stream_status == POSIX_TRACE_RUNNING);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    auto ids = ids_of(read_available(trid));
+    REQUIRE(ids.size() >= 2);
+    CHECK(ids.front() == POSIX_TRACE_START);
+    CHECK(ids.back() == POSIX_TRACE_STOP);
+}
+
+// ---- event types -------------------------------------------------------------------
+
+TEST_CASE("eventtypelist: system, thread, unnamed and every user event type; rewind",
+          "[stream]")
+{
+    trace_event_id_t early = user_event("stream_api.typelist_early");
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t late = user_event("stream_api.typelist_late");
+    trace_event_id_t via_trid = 0;
+    REQUIRE(posix_trace_trid_eventid_open(trid, "stream_api.typelist_trid", &via_trid) == 0);
+
+    auto list_all = [&] {
+        std::vector<trace_event_id_t> ids;
+        for (int i = 0; i < 10000; ++i) {
+            trace_event_id_t id = 0xdead;
+            int unavailable = -1;
+            REQUIRE(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == 0);
+            if (unavailable)
+                break;
+            ids.push_back(id);
+        }
+        return ids;
+    };
+    auto ids = list_all();
+
+    // Still unavailable at the end.
+    trace_event_id_t id = 0;
+    int unavailable = 0;
+    REQUIRE(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == 0);
+    CHECK(unavailable != 0);
+
+    std::set<trace_event_id_t> listed(ids.begin(), ids.end());
+    CHECK(listed.size() == ids.size()); // no duplicates
+
+    // Expected: the built-in ids and every user id that has a name.
+    std::set<trace_event_id_t> expected(kBuiltinIds.begin(), kBuiltinIds.end());
+    char name[TRACE_EVENT_NAME_MAX];
+    for (trace_event_id_t user = POSIX_TRACE_USER_EVENT_FIRST;
+         user < POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX; ++user)
+        if (posix_trace_eventid_get_name(trid, user, name) == 0)
+            expected.insert(user);
+    CHECK(expected.count(early) == 1);
+    CHECK(expected.count(late) == 1);
+    CHECK(expected.count(via_trid) == 1);
+    CHECK(listed == expected);
+    CHECK(listed.count(early) == 1);
+    CHECK(listed.count(late) == 1);
+    CHECK(listed.count(via_trid) == 1);
+
+    REQUIRE(posix_trace_eventtypelist_rewind(trid) == 0);
+    auto again = list_all();
+    CHECK(again == ids);
+
+    REQUIRE(posix_trace_eventtypelist_rewind(trid) == 0);
+    REQUIRE(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == 0);
+    CHECK(unavailable == 0);
+    REQUIRE_FALSE(ids.empty());
+    CHECK(id == ids.front());
+
+    CHECK(posix_trace_eventtypelist_getnext_id(trid, nullptr, &unavailable) == EINVAL);
+    CHECK(posix_trace_eventtypelist_getnext_id(trid, &id, nullptr) == EINVAL);
+}
+
+TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buffer", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    trace_event_id_t user = user_event("stream_api.named_user_event");
+
+    const std::pair<trace_event_id_t, const char *> expected[] = {
+        {POSIX_TRACE_START, "posix_trace_start"},
+        {POSIX_TRACE_STOP, "posix_trace_stop"},
+        {POSIX_TRACE_FILTER, "posix_trace_filter"},
+        {POSIX_TRACE_OVERFLOW, "posix_trace_overflow"},
+        {POSIX_TRACE_RESUME, "posix_trace_resume"},
+        {POSIX_TRACE_ERROR, "posix_trace_error"},
+        {POSIX_TRACE_FLUSH_START, "posix_trace_flush_start"},
+        {POSIX_TRACE_FLUSH_STOP, "posix_trace_flush_stop"},
+        {POSIX_TRACE_UNNAMED_USEREVENT, "posix_trace_unnamed_userevent"},
+        {23, "td_create"},
+        {user, "stream_api.named_user_event"},
+    };
+    for (const auto &[id, want] : expected) {
+        CAPTURE(id);
+        char name[TRACE_EVENT_NAME_MAX];
+        std::memset(name, 'z', sizeof name);
+        REQUIRE(posix_trace_eventid_get_name(trid, id, name) == 0);
+        REQUIRE(std::memchr(name, '\0', sizeof name) != nullptr);
+        CHECK(std::string(name) == want);
+    }
+    CHECK(POSIX_TRACE_UNNAMED_USER_EVENT == POSIX_TRACE_UNNAMED_USEREVENT);
+
+    char name[TRACE_EVENT_NAME_MAX];
+    CHECK(posix_trace_eventid_get_name(trid, 5000, name) == EINVAL);
+    CHECK(posix_trace_eventid_get_name(trid, 8, name) == EINVAL);
+    CHECK(posix_trace_eventid_get_name(trid, 30, name) == EINVAL);
+    CHECK(posix_trace_eventid_get_name(trid, POSIX_TRACE_START, nullptr) == EINVAL);
+}
+
+TEST_CASE("trid_eventid_open and eventid_equal", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+
+    trace_event_id_t by_process = user_event("stream_api.shared_name");
+    trace_event_id_t by_trid = 0;
+    REQUIRE(posix_trace_trid_eventid_open(trid, "stream_api.shared_name", &by_trid) == 0);
+    CHECK(by_trid == by_process);
+
+    trace_event_id_t first = 0, second = 0;
+    REQUIRE(posix_trace_trid_eventid_open(trid, "stream_api.trid_first", &first) == 0);
+    CHECK(user_event("stream_api.trid_first") == first);
+    REQUIRE(posix_trace_trid_eventid_open(trid, "stream_api.trid_first", &second) == 0);
+    CHECK(second == first);
+    CHECK(first != by_process);
+    char name[TRACE_EVENT_NAME_MAX];
+    REQUIRE(posix_trace_eventid_get_name(trid, first, name) == 0);
+    CHECK(std::string(name) == "stream_api.trid_first");
+
+    std::string longest(TRACE_EVENT_NAME_MAX - 1, 'n');
+    trace_event_id_t id = 0;
+    CHECK(posix_trace_trid_eventid_open(trid, longest.c_str(), &id) == 0);
+    std::string too_long(TRACE_EVENT_NAME_MAX, 'l');
+    CHECK(posix_trace_trid_eventid_open(trid, too_long.c_str(), &id) == ENAMETOOLONG);
+    CHECK(posix_trace_eventid_open(too_long.c_str(), &id) == ENAMETOOLONG);
+    CHECK(posix_trace_trid_eventid_open(trid, nullptr, &id) == EINVAL);
+    CHECK(posix_trace_trid_eventid_open(trid, "stream_api.null_id", nullptr) == EINVAL);
+
+    CHECK(posix_trace_eventid_equal(trid, first, first) != 0);
+    CHECK(posix_trace_eventid_equal(trid, by_trid, by_process) != 0);
+    CHECK(posix_trace_eventid_equal(trid, first, by_process) == 0);
+    CHECK(posix_trace_eventid_equal(trid, POSIX_TRACE_START, POSIX_TRACE_START) != 0);
+    CHECK(posix_trace_eventid_equal(trid, POSIX_TRACE_START, POSIX_TRACE_STOP) == 0);
+}

@@ -1,0 +1,215 @@
+// Helpers shared by the stream API tests: a guard that always shuts a stream
+// down, event reading helpers, and a way to run a possibly blocking call in a
+// thread that a failing test can abandon instead of hanging.
+#pragma once
+
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace test_support {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+inline double ms_between(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+inline timespec realtime_now()
+{
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}
+
+inline timespec realtime_in(long long delta_ns)
+{
+    timespec t = realtime_now();
+    long long ns = (long long)t.tv_sec * 1000000000LL + t.tv_nsec + delta_ns;
+    t.tv_sec = time_t(ns / 1000000000LL);
+    t.tv_nsec = long(ns % 1000000000LL);
+    return t;
+}
+
+inline bool timespec_le(const timespec &a, const timespec &b)
+{
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+}
+
+inline bool is_thread_event(trace_event_id_t id)
+{
+    return id >= POSIX_TRACE_TD_EVENT_FIRST &&
+           id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT;
+}
+
+// Owns a trace stream: shuts it down when the test leaves its scope, even
+// through a failed REQUIRE (at most TRACE_SYS_MAX streams exist system-wide).
+class StreamGuard {
+public:
+    StreamGuard() = default;
+    explicit StreamGuard(trace_id_t trid) : trid_(trid), live_(true) {}
+    StreamGuard(StreamGuard &&other) noexcept : trid_(other.trid_), live_(other.live_)
+    {
+        other.live_ = false;
+    }
+    StreamGuard &operator=(StreamGuard &&other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            trid_ = other.trid_;
+            live_ = other.live_;
+            other.live_ = false;
+        }
+        return *this;
+    }
+    StreamGuard(const StreamGuard &) = delete;
+    StreamGuard &operator=(const StreamGuard &) = delete;
+    ~StreamGuard() { reset(); }
+
+    trace_id_t get() const { return trid_; }
+    // Shuts the stream down now; returns what posix_trace_shutdown returned.
+    int shutdown()
+    {
+        live_ = false;
+        return posix_trace_shutdown(trid_);
+    }
+    void reset()
+    {
+        if (live_)
+            posix_trace_shutdown(trid_);
+        live_ = false;
+    }
+
+private:
+    trace_id_t trid_ = 0;
+    bool live_ = false;
+};
+
+// Creates a stream tracing this process; the test stops if that fails.
+inline StreamGuard make_stream(const trace_attr_t *attr = nullptr)
+{
+    trace_id_t trid = 0;
+    int err = posix_trace_create(0, attr, &trid);
+    INFO("posix_trace_create: " << err << " (" << std::strerror(err) << ")");
+    REQUIRE(err == 0);
+    return StreamGuard(trid);
+}
+
+// Filters out the thread (TD) events, so that a stream of this process only
+// records the events a test emits itself (its own threads sleeping, waking
+// and being created would otherwise add events). Call before start: no
+// posix_trace_filter event is recorded then.
+inline void filter_thread_events(trace_id_t trid)
+{
+    trace_event_set_t set;
+    posix_trace_eventset_empty(&set);
+    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
+         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
+        posix_trace_eventset_add(id, &set);
+    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+}
+
+struct Event {
+    posix_trace_event_info info{};
+    std::vector<unsigned char> data;
+};
+
+constexpr size_t kReadBufferBytes = 16384;
+
+// Reads with posix_trace_trygetnext_event until nothing is available.
+// Thread events (ids 16..29) are skipped: they depend on scheduling.
+inline std::vector<Event> read_available(trace_id_t trid, bool skip_thread_events = true)
+{
+    std::vector<Event> events;
+    std::vector<unsigned char> buffer(kReadBufferBytes);
+    for (int guard = 0; guard < 100000; ++guard) {
+        Event event;
+        size_t len = 0;
+        int unavailable = -1;
+        int err = posix_trace_trygetnext_event(trid, &event.info, buffer.data(), buffer.size(),
+                                               &len, &unavailable);
+        if (err != 0) {
+            FAIL_CHECK("posix_trace_trygetnext_event returned " << err);
+            break;
+        }
+        if (unavailable)
+            break;
+        if (skip_thread_events && is_thread_event(event.info.posix_event_id))
+            continue;
+        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(std::min(len, buffer.size())));
+        events.push_back(std::move(event));
+    }
+    return events;
+}
+
+inline std::vector<trace_event_id_t> ids_of(const std::vector<Event> &events)
+{
+    std::vector<trace_event_id_t> ids;
+    for (const auto &e : events)
+        ids.push_back(e.info.posix_event_id);
+    return ids;
+}
+
+inline trace_event_id_t user_event(const char *name)
+{
+    trace_event_id_t id = 0;
+    REQUIRE(posix_trace_eventid_open(name, &id) == 0);
+    return id;
+}
+
+// The outcome of one getnext call made in another thread.
+struct ReadResult {
+    int err = -1;
+    int unavailable = -1;
+    size_t data_len = 0;
+    posix_trace_event_info info{};
+    Clock::time_point returned_at{};
+};
+
+// Runs f in a detached thread. A test that sees the future never become
+// ready reports a failure and moves on (shutting the stream down usually
+// releases the thread) instead of hanging. f must capture by value only.
+template <class F>
+auto run_detached(F f) -> std::future<decltype(f())>
+{
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto future = task.get_future();
+    std::thread(std::move(task)).detach();
+    return future;
+}
+
+enum class GetNext { Block, Try, Timed };
+
+inline ReadResult get_next(trace_id_t trid, GetNext how, const timespec *abstime = nullptr)
+{
+    ReadResult r;
+    unsigned char data[kReadBufferBytes];
+    switch (how) {
+    case GetNext::Block:
+        r.err = posix_trace_getnext_event(trid, &r.info, data, sizeof data, &r.data_len,
+                                          &r.unavailable);
+        break;
+    case GetNext::Try:
+        r.err = posix_trace_trygetnext_event(trid, &r.info, data, sizeof data, &r.data_len,
+                                             &r.unavailable);
+        break;
+    case GetNext::Timed:
+        r.err = posix_trace_timedgetnext_event(trid, &r.info, data, sizeof data, &r.data_len,
+                                               &r.unavailable, abstime);
+        break;
+    }
+    r.returned_at = Clock::now();
+    return r;
+}
+
+} // namespace test_support
