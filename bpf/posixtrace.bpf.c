@@ -43,7 +43,7 @@ const volatile __u8 user_event_arg_regs[4] = {};
 const volatile __s8 user_event_arg_sizes[4] = {};
 
 /* Stream control, written by userspace while the programs run. */
-volatile __u32 stream_running;
+volatile __u32 stream_state; /* enum pt_stream_state */
 volatile __u32 primary_tgid; /* the process the stream was created for */
 volatile __u32 max_data_size;
 volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
@@ -139,27 +139,78 @@ static __always_inline __u64 user_event_arg(struct pt_regs *ctx, int index)
     return value;
 }
 
-/* Copies the staged record into this CPU's ring; a record that finds no room
- * is counted, and the count rides on the next record that gets through. */
-static __always_inline void submit_staged(struct pt_cpu_state *state, __u32 cpu, __u64 data_len)
+static __always_inline __u64 wakeup_flag(void *ring)
 {
-    struct pt_record *record = (struct pt_record *)state->staging;
-    void *ring = bpf_map_lookup_elem(&rings, &cpu);
-    __u64 wakeup;
+    return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_threshold ? BPF_RB_FORCE_WAKEUP
+                                                                          : BPF_RB_NO_WAKEUP;
+}
 
-    if (!ring)
+static __always_inline void count_lost(struct pt_cpu_state *state)
+{
+    __sync_fetch_and_add(&state->lost_total, 1);
+    __sync_fetch_and_add(&state->lost_unreported, 1);
+}
+
+/* Losses are reported in-band: the next record that gets through carries
+ * the count, so the reader learns where in the stream they happened. */
+static __always_inline __u32 take_unreported(struct pt_cpu_state *state)
+{
+    __u64 pending = state->lost_unreported;
+
+    if (pending)
+        __sync_fetch_and_add(&state->lost_unreported, -pending);
+    return pending;
+}
+
+struct user_event_args {
+    struct pt_regs *ctx;
+    void *ring;
+    struct pt_cpu_state *state;
+    __u64 pid_tgid;
+    __u64 copy_len;
+    __u32 event_id;
+    __u32 cpu;
+    __u16 flags;
+};
+
+/* Writes the record straight into the ring (no staging copy a preempting
+ * program could overwrite). The timestamp is taken once the record is
+ * reserved: a record still being written is visible to the reader as busy
+ * and holds back the merge, so a stall here cannot reorder events. */
+static __always_inline void record_user_event(struct user_event_args *a, const __u64 room)
+{
+    __u64 wakeup = wakeup_flag(a->ring);
+    struct pt_record *record = bpf_ringbuf_reserve(a->ring, PT_RECORD_HEADER_SIZE + room, 0);
+    __u64 copy_len = a->copy_len;
+    __u16 flags = a->flags;
+
+    if (!record) {
+        count_lost(a->state);
         return;
-    wakeup = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_threshold
-                 ? BPF_RB_FORCE_WAKEUP
-                 : BPF_RB_NO_WAKEUP;
-    record->lost_before = state->lost_unreported;
-    data_len &= PT_DATA_BOUND_MASK;
-    if (bpf_ringbuf_output(ring, record, PT_RECORD_HEADER_SIZE + data_len, wakeup) == 0) {
-        state->lost_unreported = 0;
-    } else {
-        state->lost_total++;
-        state->lost_unreported++;
     }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    if (room) {
+        asm volatile("" : "+r"(copy_len)); /* keep the bound on this register */
+        if (copy_len > room)
+            copy_len = room;
+        if (copy_len && bpf_probe_read_user(record->data, copy_len,
+                                            (const void *)user_event_arg(a->ctx, 1)) != 0) {
+            copy_len = 0;
+            flags |= PT_RECORD_DATA_FAULT;
+        }
+    } else {
+        copy_len = 0;
+    }
+    record->thread_id = current_pthread_id();
+    record->prog_address = user_event_arg(a->ctx, 3);
+    record->pid = a->pid_tgid >> 32;
+    record->tid = (__u32)a->pid_tgid;
+    record->event_id = a->event_id;
+    record->data_len = copy_len;
+    record->lost_before = take_unreported(a->state);
+    record->flags = flags;
+    record->cpu = a->cpu;
+    bpf_ringbuf_submit(record, wakeup);
 }
 
 /* posix_trace_event(event_id, data, data_len) in libposixtrace; the fourth
@@ -169,46 +220,48 @@ static __always_inline void submit_staged(struct pt_cpu_state *state, __u32 cpu,
 SEC("usdt")
 int user_event(struct pt_regs *ctx)
 {
-    __u64 now = bpf_ktime_get_ns();
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    __u32 zero = 0, cpu, event_id;
-    struct pt_cpu_state *state;
-    struct pt_record *record;
-    __u64 data_len, copy_len;
-    __u16 flags = 0;
+    __u32 state_now = stream_state, zero = 0;
+    struct user_event_args a = {.ctx = ctx};
+    __u64 data_len;
 
-    if (!stream_running || !process_traced(pid_tgid >> 32))
+    if (state_now == PT_STREAM_SUSPENDED)
         return 0;
-    event_id = user_event_arg(ctx, 0);
-    if (event_filtered(event_id))
+    a.pid_tgid = bpf_get_current_pid_tgid();
+    if (!process_traced(a.pid_tgid >> 32))
         return 0;
-    state = bpf_map_lookup_elem(&cpu_states, &zero);
-    if (!state)
+    a.event_id = user_event_arg(ctx, 0);
+    if (event_filtered(a.event_id))
         return 0;
-    cpu = bpf_get_smp_processor_id();
-
-    copy_len = data_len = user_event_arg(ctx, 2);
-    if (copy_len > max_data_size) {
-        copy_len = max_data_size;
-        flags |= PT_RECORD_TRUNCATED;
+    a.state = bpf_map_lookup_elem(&cpu_states, &zero);
+    if (!a.state)
+        return 0;
+    if (state_now == PT_STREAM_FULL) {
+        __sync_fetch_and_add(&a.state->refused_full, 1);
+        return 0;
     }
-    copy_len &= PT_DATA_BOUND_MASK;
-    if (copy_len && bpf_probe_read_user(state->staging + PT_RECORD_HEADER_SIZE, copy_len,
-                                        (const void *)user_event_arg(ctx, 1)) != 0) {
-        copy_len = 0;
-        flags |= PT_RECORD_DATA_FAULT;
-    }
+    a.cpu = bpf_get_smp_processor_id();
+    a.ring = bpf_map_lookup_elem(&rings, &a.cpu);
+    if (!a.ring)
+        return 0;
 
-    record = (struct pt_record *)state->staging;
-    record->timestamp_ns = now;
-    record->thread_id = current_pthread_id();
-    record->prog_address = user_event_arg(ctx, 3);
-    record->pid = pid_tgid >> 32;
-    record->tid = (__u32)pid_tgid;
-    record->event_id = event_id;
-    record->data_len = copy_len;
-    record->flags = flags;
-    record->cpu = cpu;
-    submit_staged(state, cpu, copy_len);
+    a.copy_len = data_len = user_event_arg(ctx, 2);
+    if (data_len > max_data_size) {
+        a.copy_len = max_data_size;
+        a.flags |= PT_RECORD_TRUNCATED;
+    }
+    if (a.copy_len == 0)
+        record_user_event(&a, 0);
+    else if (a.copy_len <= 16)
+        record_user_event(&a, 16);
+    else if (a.copy_len <= 64)
+        record_user_event(&a, 64);
+    else if (a.copy_len <= 256)
+        record_user_event(&a, 256);
+    else if (a.copy_len <= 1024)
+        record_user_event(&a, 1024);
+    else if (a.copy_len <= 4096)
+        record_user_event(&a, 4096);
+    else
+        record_user_event(&a, PT_DATA_SIZE_LIMIT);
     return 0;
 }

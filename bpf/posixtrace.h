@@ -13,8 +13,6 @@
 
 /* Largest max-data-size a stream accepts; the BPF copy is bounded by it. */
 #define PT_DATA_SIZE_LIMIT 8192u
-/* Power of two above PT_DATA_SIZE_LIMIT: the verifier-visible bound. */
-#define PT_DATA_BOUND_MASK (2 * PT_DATA_SIZE_LIMIT - 1)
 
 /* Size of the event id space and of the filter bitmap. */
 #define PT_EVENT_ID_LIMIT 8192u
@@ -57,13 +55,20 @@ struct pt_record {
 
 #define PT_RECORD_HEADER_SIZE 48u
 
-/* Per-CPU state of the BPF side: loss accounting and the staging buffer a
- * record is assembled in before it is copied into the ring. */
+/* Per-CPU loss accounting of the BPF side. Programs on one CPU can preempt
+ * each other (uprobe programs run with migration, not preemption, disabled),
+ * so every update is atomic. */
 struct pt_cpu_state {
-    __u64 lost_total;      /* records that found no room on this CPU's ring */
-    __u32 lost_unreported; /* lost since the last record that went through */
-    __u32 pad;
-    __u8 staging[PT_RECORD_HEADER_SIZE + 2 * PT_DATA_SIZE_LIMIT];
+    __u64 lost_total;      /* records that found no room in this CPU's ring */
+    __u64 lost_unreported; /* of those, not yet reported by a later record */
+    __u64 refused_full;    /* events refused while POSIX_TRACE_UNTIL_FULL had stopped */
+};
+
+/* stream_state, written by userspace */
+enum pt_stream_state {
+    PT_STREAM_SUSPENDED = 0,
+    PT_STREAM_RUNNING = 1,
+    PT_STREAM_FULL = 2, /* stopped by POSIX_TRACE_UNTIL_FULL: refusals are counted */
 };
 
 #endif /* POSIXTRACE_BPF_SHARED_H */

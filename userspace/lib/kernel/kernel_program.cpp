@@ -121,9 +121,9 @@ int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
     return 0;
 }
 
-void KernelProgram::set_running(bool running)
+void KernelProgram::set_state(pt_stream_state state)
 {
-    __atomic_store_n(&skeleton_->bss->stream_running, running ? 1u : 0u, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&skeleton_->bss->stream_state, uint32_t(state), __ATOMIC_SEQ_CST);
 }
 
 void KernelProgram::set_filter(const trace_event_set_t &filtered)
@@ -135,8 +135,6 @@ void KernelProgram::set_filter(const trace_event_set_t &filtered)
 }
 
 namespace {
-// The per-CPU values of cpu_states; the staging area makes each one large,
-// so only the counters are looked at.
 std::vector<pt_cpu_state> read_cpu_states(int map_fd, int cpus)
 {
     std::vector<pt_cpu_state> states(cpus);
@@ -152,6 +150,14 @@ uint64_t KernelProgram::lost_total() const
     uint64_t total = 0;
     for (const auto &state : read_cpu_states(bpf_map__fd(skeleton_->maps.cpu_states), cpu_count()))
         total += state.lost_total;
+    return total;
+}
+
+uint64_t KernelProgram::refused_while_full() const
+{
+    uint64_t total = 0;
+    for (const auto &state : read_cpu_states(bpf_map__fd(skeleton_->maps.cpu_states), cpu_count()))
+        total += state.refused_full;
     return total;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "posixtrace.h"
 #include "util/unique_fd.hpp"
 
 struct posixtrace_bpf;
@@ -41,15 +42,17 @@ public:
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
     int attach_user_event_probe(pid_t pid, const std::string &binary);
 
-    void set_running(bool running);
+    void set_state(pt_stream_state state);
     void set_filter(const trace_event_set_t &filtered);
 
     int cpu_count() const { return int(ring_fds_.size()); }
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
 
-    // Sum over CPUs of records that found no ring space.
+    // Sums over CPUs: records that found no ring space, events refused while
+    // the stream was full (PT_STREAM_FULL).
     uint64_t lost_total() const;
+    uint64_t refused_while_full() const;
     // Takes the losses no record has reported yet (only while not running).
     uint64_t take_unreported_losses();
 

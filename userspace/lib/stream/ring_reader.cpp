@@ -45,14 +45,19 @@ RingReader::~RingReader()
     munmap(const_cast<uint64_t *>(producer_pos_), page_size_ + 2 * ring_bytes_);
 }
 
-const pt_record *RingReader::peek()
+const pt_record *RingReader::peek(bool *busy)
 {
+    if (busy)
+        *busy = false;
     uint64_t producer = __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
     while (position_ < producer) {
         const uint8_t *header = data_ + (position_ & (ring_bytes_ - 1));
         uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
-        if (length & BPF_RINGBUF_BUSY_BIT)
+        if (length & BPF_RINGBUF_BUSY_BIT) {
+            if (busy)
+                *busy = true;
             return nullptr;
+        }
         uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
         if (length & BPF_RINGBUF_DISCARD_BIT) {
             position_ += size;

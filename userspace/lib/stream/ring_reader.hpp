@@ -18,9 +18,9 @@ public:
     RingReader &operator=(RingReader &&) = delete;
 
     bool mapped() const { return data_ != nullptr; }
-    // The oldest committed record, or nullptr (ring empty, or its oldest
-    // record is still being written).
-    const pt_record *peek();
+    // The oldest committed record, or nullptr: the ring is empty, or (*busy)
+    // its oldest record is still being written.
+    const pt_record *peek(bool *busy = nullptr);
     // Drops the record peek() returned.
     void advance();
     // Publishes what was consumed so the kernel can reuse the space.

@@ -20,11 +20,12 @@ namespace posixtrace {
 namespace {
 
 // Events are released to readers in timestamp order once they are older
-// than this: a record is stamped a few hundred nanoseconds before it is
-// committed to its ring, so a record of another CPU stamped earlier can
-// still be on its way for that long (longer only if its writer is preempted
-// in between).
-constexpr uint64_t kReorderWindowNs = 1'000'000;
+// than the start of the drain pass minus this margin. A record is stamped
+// after its ring space is reserved, so a record stamped before the pass
+// started is either committed or visible as busy (which holds the merge
+// back), never missing: the margin only absorbs the difference between the
+// kernel's and the vDSO's reading of CLOCK_MONOTONIC.
+constexpr uint64_t kReorderMarginNs = 20'000;
 // Rings are drained this often while the stream runs; the BPF side wakes the
 // drain thread earlier when a ring passes a quarter full.
 constexpr int kDrainPeriodMs = 1;
@@ -120,6 +121,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
         if (!rings_.back().mapped())
             return ENOMEM;
     }
+    ring_floor_ns_.assign(rings_.size(), 0);
 
     readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -186,6 +188,15 @@ void Stream::wake_drain()
     [[maybe_unused]] ssize_t n = write(wakeup_.get(), &one, sizeof one);
 }
 
+// The drain thread sleeps without a timeout while the stream is suspended:
+// it must be woken to go back to its periodic drain.
+void Stream::resume_running_locked()
+{
+    running_ = true;
+    kernel_->set_state(PT_STREAM_RUNNING);
+    wake_drain();
+}
+
 void Stream::flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns)
 {
     flush_until_ns_ = std::max(flush_until_ns_, until_ns);
@@ -203,9 +214,7 @@ int Stream::start()
         return 0; // POSIX: no event, no change
     uint64_t now = monotonic_now();
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
-    running_ = true;
-    kernel_->set_running(true);
-    wake_drain();
+    resume_running_locked();
     return 0;
 }
 
@@ -215,10 +224,13 @@ int Stream::stop()
     if (shut_down_)
         return EINVAL;
     if (!running_) {
-        auto_stopped_ = false; // an explicit stop wins over the automatic restart
+        if (auto_stopped_) { // an explicit stop wins over the automatic restart
+            auto_stopped_ = false;
+            kernel_->set_state(PT_STREAM_SUSPENDED);
+        }
         return 0;
     }
-    kernel_->set_running(false);
+    kernel_->set_state(PT_STREAM_SUSPENDED);
     running_ = false;
     uint64_t now = monotonic_now();
     if (uint64_t lost = kernel_->take_unreported_losses()) {
@@ -249,8 +261,7 @@ int Stream::clear()
     counters_ = {};
     if (auto_stopped_) {
         auto_stopped_ = false;
-        running_ = true;
-        kernel_->set_running(true);
+        resume_running_locked();
     }
     accept_after_ns_ = monotonic_now();
     update_readable_locked();
@@ -264,7 +275,7 @@ void Stream::shutdown()
         if (shut_down_)
             return;
         if (kernel_)
-            kernel_->set_running(false);
+            kernel_->set_state(PT_STREAM_SUSPENDED);
         shut_down_ = true;
         update_readable_locked();
     }
@@ -358,7 +369,7 @@ void Stream::drain_loop(std::stop_token stop)
 
         std::lock_guard lock(mutex_);
         uint64_t ticket = flush_requested_;
-        uint64_t watermark = monotonic_now() - kReorderWindowNs;
+        uint64_t watermark = monotonic_now() - kReorderMarginNs;
         if (flush_completed_ < ticket)
             watermark = std::max(watermark, flush_until_ns_ + 1);
         drain_pass_locked(watermark);
@@ -370,9 +381,12 @@ void Stream::drain_loop(std::stop_token stop)
 }
 
 // Merges the rings and the queued system events in timestamp order, up to
-// the watermark: a heap holds the head of every source.
+// the watermark: a heap holds the head of every source. A ring whose oldest
+// record is still being written lowers the watermark to the latest time
+// that record is known to be younger than (ring_floor_ns_).
 void Stream::drain_pass_locked(uint64_t watermark_ns)
 {
+    const uint64_t pass_start_ns = monotonic_now();
     realtime_offset_ns_ = realtime_minus_monotonic();
     const size_t system_source = rings_.size();
     struct Head {
@@ -384,11 +398,17 @@ void Stream::drain_pass_locked(uint64_t watermark_ns)
     heap.reserve(rings_.size() + 1);
     auto push_head = [&](size_t source) {
         const pt_record *head = nullptr;
-        if (source == system_source)
+        if (source == system_source) {
             head = pending_system_.empty() ? nullptr : &pending_system_.front().header;
-        else
-            head = rings_[source].peek();
-        if (head && head->timestamp_ns < watermark_ns) {
+        } else {
+            bool busy;
+            head = rings_[source].peek(&busy);
+            if (busy)
+                watermark_ns = std::min(watermark_ns, ring_floor_ns_[source]);
+            else if (!head) // empty now: whatever it gets next is stamped later
+                ring_floor_ns_[source] = std::max(ring_floor_ns_[source], pass_start_ns);
+        }
+        if (head) {
             heap.push_back({head->timestamp_ns, source});
             std::push_heap(heap.begin(), heap.end(), std::greater<>{});
         }
@@ -396,7 +416,7 @@ void Stream::drain_pass_locked(uint64_t watermark_ns)
     for (size_t source = 0; source <= system_source; ++source)
         push_head(source);
 
-    while (!heap.empty()) {
+    while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
         std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
         size_t source = heap.back().source;
         heap.pop_back();
@@ -406,6 +426,7 @@ void Stream::drain_pass_locked(uint64_t watermark_ns)
             store_locked(event.header, event.data.data());
         } else {
             const pt_record *record = rings_[source].peek();
+            ring_floor_ns_[source] = std::max<uint64_t>(ring_floor_ns_[source], record->timestamp_ns);
             deliver_locked(*record, record->data);
             rings_[source].advance();
         }
@@ -495,7 +516,8 @@ void Stream::drop_oldest_locked()
 
 void Stream::auto_stop_locked(uint64_t timestamp_ns)
 {
-    kernel_->set_running(false);
+    refused_seen_ = kernel_->refused_while_full();
+    kernel_->set_state(PT_STREAM_FULL);
     running_ = false;
     auto_stopped_ = true;
     full_ = true;
@@ -519,6 +541,9 @@ void Stream::auto_restart_locked()
         }
     for (auto &ring : rings_)
         ring.commit();
+    uint64_t refused = kernel_->refused_while_full() - refused_seen_;
+    lost_while_full_ += refused;
+    counters_.lost_in_stream += refused;
     auto_stopped_ = false;
     full_ = false;
     if (lost_while_full_) {
@@ -532,8 +557,7 @@ void Stream::auto_restart_locked()
     if (!filtered_locked(POSIX_TRACE_START))
         push_locked(system_record(POSIX_TRACE_START, now, 0), nullptr);
     accept_after_ns_ = now;
-    running_ = true;
-    kernel_->set_running(true);
+    resume_running_locked();
 }
 
 // ---- reading ---------------------------------------------------------------

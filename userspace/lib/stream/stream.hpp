@@ -92,6 +92,7 @@ private:
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
     void flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns);
     void wake_drain();
+    void resume_running_locked();
     bool available_locked() const;
     void update_readable_locked();
     int read_locked(const EventDestination &to);
@@ -128,6 +129,8 @@ private:
     LossReport head_loss_;           // LOOP dropped the oldest events
     bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
     uint64_t lost_while_full_ = 0;   // UNTIL_FULL refused them
+    uint64_t refused_seen_ = 0;      // kernel's refusal count when the stream filled
+    std::vector<uint64_t> ring_floor_ns_; // per ring: its next record is stamped after this
     posix_trace_counters counters_{};
     std::optional<trace_event_id_t> type_cursor_;
 };

@@ -1,0 +1,744 @@
+// Recording: what posix_trace_event() puts into a stream and how the stream
+// hands it back -- the event information, truncation (at recording and at
+// reading), ordering across CPUs and threads, the two stream full policies
+// (POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL) and the loss accounting under
+// load. Every test traces this process into a stream of its own.
+#include "test_support.hpp"
+
+#include <posix_trace/events.h>
+#include <pthread.h>
+#include <sched.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <vector>
+
+using namespace test_support;
+
+namespace {
+
+// An initialised trace_attr_t, destroyed when it leaves scope.
+struct Attr {
+    trace_attr_t attr{};
+    Attr() { REQUIRE(posix_trace_attr_init(&attr) == 0); }
+    ~Attr() { posix_trace_attr_destroy(&attr); }
+    Attr(const Attr &) = delete;
+    Attr &operator=(const Attr &) = delete;
+    trace_attr_t *get() { return &attr; }
+};
+
+// A stream tracing this process with the given attributes, thread events
+// filtered out, started. The guard shuts it down.
+StreamGuard started_stream(Attr &attr)
+{
+    StreamGuard stream = make_stream(attr.get());
+    filter_thread_events(stream.get());
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    return stream;
+}
+
+uint64_t nanos(const timespec &t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec); }
+
+uint64_t realtime_ns()
+{
+    timespec t{};
+    clock_gettime(CLOCK_REALTIME, &t);
+    return nanos(t);
+}
+
+// One getnext call and its outcome.
+struct Got {
+    int err = -1;
+    int unavailable = -1;
+    size_t data_len = 0;
+    posix_trace_event_info info{};
+    std::vector<unsigned char> data; // the whole buffer handed to the call
+};
+
+Got try_next(trace_id_t trid, size_t num_bytes = kReadBufferBytes)
+{
+    Got g;
+    g.data.assign(std::max<size_t>(num_bytes, 1), 0xEE);
+    g.err = posix_trace_trygetnext_event(trid, &g.info, g.data.data(), num_bytes, &g.data_len,
+                                         &g.unavailable);
+    return g;
+}
+
+Got timed_next(trace_id_t trid, long long timeout_ns, size_t num_bytes = kReadBufferBytes)
+{
+    Got g;
+    g.data.assign(std::max<size_t>(num_bytes, 1), 0xEE);
+    timespec deadline = realtime_in(timeout_ns);
+    g.err = posix_trace_timedgetnext_event(trid, &g.info, g.data.data(), num_bytes, &g.data_len,
+                                           &g.unavailable, &deadline);
+    return g;
+}
+
+// Every event available now (trygetnext until unavailable), none skipped.
+std::vector<Event> read_everything(trace_id_t trid, size_t limit = 1000000)
+{
+    std::vector<Event> events;
+    for (size_t i = 0; i < limit; ++i) {
+        Got g = try_next(trid);
+        if (g.err != 0) {
+            FAIL_CHECK("posix_trace_trygetnext_event returned " << g.err);
+            break;
+        }
+        if (g.unavailable)
+            break;
+        Event e;
+        e.info = g.info;
+        e.data.assign(g.data.begin(), g.data.begin() + std::ptrdiff_t(std::min(g.data_len, g.data.size())));
+        events.push_back(std::move(e));
+    }
+    return events;
+}
+
+posix_trace_overflow_data overflow_data(const Event &e)
+{
+    posix_trace_overflow_data d{};
+    REQUIRE(e.data.size() == sizeof d);
+    std::memcpy(&d, e.data.data(), sizeof d);
+    return d;
+}
+
+posix_trace_stop_data stop_data(const std::vector<unsigned char> &bytes, size_t len)
+{
+    posix_trace_stop_data d{};
+    REQUIRE(len == sizeof d);
+    std::memcpy(&d, bytes.data(), sizeof d);
+    return d;
+}
+
+template <class T> T payload_as(const std::vector<unsigned char> &bytes)
+{
+    T value{};
+    REQUIRE(bytes.size() >= sizeof value);
+    std::memcpy(&value, bytes.data(), sizeof value);
+    return value;
+}
+
+posix_trace_status_info status_of(trace_id_t trid)
+{
+    posix_trace_status_info st{};
+    REQUIRE(posix_trace_get_status(trid, &st) == 0);
+    return st;
+}
+
+// The first two CPUs this process may run on.
+std::vector<int> usable_cpus()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &set))
+            cpus.push_back(cpu);
+    return cpus;
+}
+
+bool pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 && sched_getcpu() == cpu;
+}
+
+// The instrumentation point of the event-information test. noinline, and the
+// barrier after the call keeps it from being a tail call, so the caller of
+// posix_trace_event() is this function.
+__attribute__((noinline)) void emit_from_here(trace_event_id_t id, const void *data, size_t len)
+{
+    posix_trace_event(id, data, len);
+    asm volatile("" ::: "memory");
+}
+
+} // namespace
+
+TEST_CASE("recording: event information of an event emitted by a helper thread", "[recording]")
+{
+    Attr attr;
+    trace_event_id_t id = user_event("rec.info");
+    StreamGuard stream = started_stream(attr);
+
+    unsigned char payload[24];
+    for (size_t i = 0; i < sizeof payload; ++i)
+        payload[i] = (unsigned char)(0xA0 + i);
+
+    pid_t helper_tid = 0;
+    pthread_t helper_self{};
+    uint64_t before_ns = 0, after_ns = 0;
+    std::thread helper([&] {
+        helper_tid = gettid();
+        helper_self = pthread_self();
+        before_ns = realtime_ns();
+        emit_from_here(id, payload, sizeof payload);
+        after_ns = realtime_ns();
+        emit_from_here(id, nullptr, 0);
+    });
+    helper.join();
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::vector<Event> events = read_everything(stream.get());
+    std::vector<Event> user;
+    for (auto &e : events)
+        if (e.info.posix_event_id == id)
+            user.push_back(e);
+    REQUIRE(user.size() == 2);
+
+    const Event &e = user[0];
+    CHECK(e.info.posix_event_id == id);
+    CHECK(e.info.posix_pid == getpid());
+    CHECK(e.info.posix_tid == helper_tid);
+    CHECK(helper_tid != gettid());
+    CHECK(pthread_equal(e.info.posix_thread_id, helper_self) != 0);
+    auto function = reinterpret_cast<uintptr_t>(&emit_from_here);
+    auto address = reinterpret_cast<uintptr_t>(e.info.posix_prog_address);
+    INFO("emit_from_here at " << std::hex << function << ", posix_prog_address " << address);
+    CHECK(address > function);
+    CHECK(address < function + 512);
+    uint64_t ts = nanos(e.info.posix_timestamp);
+    INFO("timestamp " << ts << ", window [" << before_ns << ", " << after_ns << "]");
+    CHECK(ts + 200000 >= before_ns);
+    CHECK(ts <= after_ns + 200000);
+    CHECK(e.info.posix_truncation_status == POSIX_TRACE_NOT_TRUNCATED);
+    REQUIRE(e.data.size() == sizeof payload);
+    CHECK(std::memcmp(e.data.data(), payload, sizeof payload) == 0);
+
+    const Event &empty = user[1];
+    CHECK(empty.data.empty());
+    CHECK(empty.info.posix_truncation_status == POSIX_TRACE_NOT_TRUNCATED);
+    CHECK(empty.info.posix_tid == helper_tid);
+    CHECK(empty.info.posix_pid == getpid());
+    CHECK(pthread_equal(empty.info.posix_thread_id, helper_self) != 0);
+    CHECK(nanos(empty.info.posix_timestamp) >= ts);
+}
+
+TEST_CASE("recording: data longer than max-data-size is truncated when recorded", "[recording]")
+{
+    Attr attr;
+    REQUIRE(posix_trace_attr_setmaxdatasize(attr.get(), 16) == 0);
+    trace_event_id_t id = user_event("rec.trunc_record");
+    StreamGuard stream = started_stream(attr);
+
+    unsigned char long_data[40], exact_data[16];
+    for (size_t i = 0; i < sizeof long_data; ++i)
+        long_data[i] = (unsigned char)(i + 1);
+    for (size_t i = 0; i < sizeof exact_data; ++i)
+        exact_data[i] = (unsigned char)(0x80 + i);
+    posix_trace_event(id, long_data, sizeof long_data);
+    posix_trace_event(id, exact_data, sizeof exact_data);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::vector<Event> user;
+    for (auto &e : read_everything(stream.get()))
+        if (e.info.posix_event_id == id)
+            user.push_back(e);
+    REQUIRE(user.size() == 2);
+
+    CHECK(user[0].info.posix_truncation_status == POSIX_TRACE_TRUNCATED_RECORD);
+    REQUIRE(user[0].data.size() == 16);
+    CHECK(std::memcmp(user[0].data.data(), long_data, 16) == 0);
+
+    CHECK(user[1].info.posix_truncation_status == POSIX_TRACE_NOT_TRUNCATED);
+    REQUIRE(user[1].data.size() == 16);
+    CHECK(std::memcmp(user[1].data.data(), exact_data, 16) == 0);
+}
+
+TEST_CASE("recording: a buffer smaller than the data truncates at reading", "[recording]")
+{
+    Attr attr;
+    trace_event_id_t id = user_event("rec.trunc_read");
+    StreamGuard stream = started_stream(attr);
+
+    unsigned char first[32], second[32];
+    for (size_t i = 0; i < sizeof first; ++i) {
+        first[i] = (unsigned char)(0x10 + i);
+        second[i] = (unsigned char)(0x60 + i);
+    }
+    posix_trace_event(id, first, sizeof first);
+    posix_trace_event(id, second, sizeof second);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    Got start = try_next(stream.get());
+    REQUIRE(start.err == 0);
+    REQUIRE(start.unavailable == 0);
+    CHECK(start.info.posix_event_id == POSIX_TRACE_START);
+
+    Got small = try_next(stream.get(), 8);
+    REQUIRE(small.err == 0);
+    REQUIRE(small.unavailable == 0);
+    CHECK(small.info.posix_event_id == id);
+    CHECK(small.data_len == 8);
+    CHECK(small.info.posix_truncation_status == POSIX_TRACE_TRUNCATED_READ);
+    CHECK(std::memcmp(small.data.data(), first, 8) == 0);
+
+    // The truncated event was consumed: the next read is the next event.
+    Got next = try_next(stream.get());
+    REQUIRE(next.err == 0);
+    REQUIRE(next.unavailable == 0);
+    CHECK(next.info.posix_event_id == id);
+    REQUIRE(next.data_len == sizeof second);
+    CHECK(std::memcmp(next.data.data(), second, sizeof second) == 0);
+    CHECK(next.info.posix_truncation_status == POSIX_TRACE_NOT_TRUNCATED);
+
+    Got stop = try_next(stream.get());
+    REQUIRE(stop.err == 0);
+    REQUIRE(stop.unavailable == 0);
+    CHECK(stop.info.posix_event_id == POSIX_TRACE_STOP);
+    Got none = try_next(stream.get());
+    CHECK(none.err == 0);
+    CHECK(none.unavailable != 0);
+}
+
+TEST_CASE("recording: events ping-ponged between two CPUs read back in emission order",
+          "[recording]")
+{
+    std::vector<int> cpus = usable_cpus();
+    REQUIRE(cpus.size() >= 2);
+
+    Attr attr;
+    trace_event_id_t id = user_event("rec.pingpong");
+    StreamGuard stream = started_stream(attr);
+
+    constexpr uint32_t kTurns = 10000; // 5,000 per thread
+    std::atomic<uint32_t> turn{0};
+    std::atomic<int> pinned_ok{0}, pin_failed{0}, arrived{0};
+    auto player = [&](int cpu, uint32_t parity) {
+        if (pin_to(cpu))
+            pinned_ok++;
+        else
+            pin_failed++;
+        arrived++;
+        while (arrived.load() < 2) {
+        }
+        if (pin_failed.load() != 0)
+            return;
+        for (uint32_t n = parity; n < kTurns; n += 2) {
+            // Spin for our turn; fall back to a futex wait if the other
+            // thread is off its CPU for long (a loaded machine).
+            for (int spins = 0;; ++spins) {
+                uint32_t now = turn.load(std::memory_order_acquire);
+                if (now == n)
+                    break;
+                if (spins > 20000)
+                    turn.wait(now, std::memory_order_acquire);
+            }
+            posix_trace_event(id, &n, sizeof n);
+            turn.store(n + 1, std::memory_order_release);
+            turn.notify_all();
+        }
+    };
+    std::thread a(player, cpus[0], 0u), b(player, cpus[1], 1u);
+    a.join();
+    b.join();
+    REQUIRE(pin_failed.load() == 0);
+    REQUIRE(pinned_ok.load() == 2);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::vector<Event> events = read_everything(stream.get());
+    std::vector<uint32_t> order;
+    size_t out_of_order = 0, overflows = 0;
+    uint64_t previous_ts = 0;
+    for (auto &e : events) {
+        uint64_t ts = nanos(e.info.posix_timestamp);
+        if (ts < previous_ts)
+            ++out_of_order;
+        previous_ts = ts;
+        if (e.info.posix_event_id == POSIX_TRACE_OVERFLOW)
+            ++overflows;
+        if (e.info.posix_event_id == id)
+            order.push_back(payload_as<uint32_t>(e.data));
+    }
+    CHECK(overflows == 0);
+    CHECK(out_of_order == 0);
+    REQUIRE(order.size() == kTurns);
+    size_t first_wrong = kTurns;
+    for (uint32_t i = 0; i < kTurns; ++i)
+        if (order[i] != i) {
+            first_wrong = i;
+            break;
+        }
+    INFO("first event out of emission order at index " << first_wrong
+         << (first_wrong < kTurns ? " (got " + std::to_string(order[first_wrong]) + ")" : ""));
+    CHECK(first_wrong == kTurns);
+}
+
+TEST_CASE("recording: POSIX_TRACE_LOOP keeps the newest events and reports the overflow",
+          "[recording]")
+{
+    Attr attr;
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), POSIX_TRACE_LOOP) == 0);
+    size_t event_bytes = 0;
+    REQUIRE(posix_trace_attr_getmaxusereventsize(attr.get(), 32, &event_bytes) == 0);
+    REQUIRE(event_bytes > 0);
+    trace_event_id_t id = user_event("rec.loop");
+    StreamGuard stream = started_stream(attr);
+
+    constexpr uint32_t kEvents = 1000;
+    for (uint32_t seq = 0; seq < kEvents; ++seq) {
+        unsigned char data[32];
+        std::memset(data, int(seq & 0xff), sizeof data);
+        std::memcpy(data, &seq, sizeof seq);
+        posix_trace_event(id, data, sizeof data);
+    }
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    // The overrun is reported once: get_status resets it.
+    posix_trace_status_info st = status_of(stream.get());
+    CHECK(st.posix_stream_overrun_status == POSIX_TRACE_OVERRUN);
+    CHECK(st.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    st = status_of(stream.get());
+    CHECK(st.posix_stream_overrun_status == POSIX_TRACE_NO_OVERRUN);
+
+    std::vector<Event> events = read_everything(stream.get());
+    REQUIRE(!events.empty());
+
+    std::vector<uint32_t> seqs;
+    uint64_t lost = 0;
+    size_t others = 0; // neither overflow nor resume
+    long first_user = -1, last_overflow = -1;
+    bool overflow_then_resume = true;
+    for (size_t i = 0; i < events.size(); ++i) {
+        const Event &e = events[i];
+        trace_event_id_t eid = e.info.posix_event_id;
+        if (eid == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data d = overflow_data(e);
+            CHECK(d.lost == d.lost_in_kernel + d.lost_in_stream);
+            lost += d.lost;
+            last_overflow = long(i);
+            if (i + 1 >= events.size() || events[i + 1].info.posix_event_id != POSIX_TRACE_RESUME)
+                overflow_then_resume = false;
+        } else if (eid == POSIX_TRACE_RESUME) {
+        } else {
+            ++others;
+            if (eid == id) {
+                if (first_user < 0)
+                    first_user = long(i);
+                REQUIRE(e.data.size() == 32);
+                seqs.push_back(payload_as<uint32_t>(e.data));
+            }
+        }
+    }
+    INFO("read " << events.size() << " events, " << seqs.size() << " user events, lost " << lost);
+    REQUIRE(!seqs.empty());
+    CHECK(seqs.back() == kEvents - 1);
+    bool consecutive = true;
+    for (size_t i = 1; i < seqs.size(); ++i)
+        if (seqs[i] != seqs[i - 1] + 1)
+            consecutive = false;
+    CHECK(consecutive);
+    // the overflow (and its resume) come before the kept events
+    REQUIRE(last_overflow >= 0);
+    CHECK(last_overflow < first_user);
+    CHECK(overflow_then_resume);
+    CHECK(events[size_t(first_user) - 1].info.posix_event_id == POSIX_TRACE_RESUME);
+    CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+    // nothing unaccounted for: 1000 user events + start + stop
+    CHECK(lost + others == kEvents + 2);
+    // the kept events fit in the stream
+    CHECK(seqs.size() * event_bytes <= 4096);
+}
+
+TEST_CASE("recording: POSIX_TRACE_UNTIL_FULL stops when full and restarts once read empty",
+          "[recording]")
+{
+    Attr attr;
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), POSIX_TRACE_UNTIL_FULL) == 0);
+    trace_event_id_t id = user_event("rec.until_full");
+    StreamGuard stream = started_stream(attr);
+
+    // Two bursts with a pause between them: the stream is full (and stopped)
+    // well before the second burst, whose events must be counted lost too.
+    constexpr uint32_t kEvents = 1000;
+    for (uint32_t seq = 0; seq < kEvents; ++seq) {
+        if (seq == kEvents / 2)
+            std::this_thread::sleep_for(5ms);
+        unsigned char data[32];
+        std::memset(data, int(seq & 0xff), sizeof data);
+        std::memcpy(data, &seq, sizeof seq);
+        posix_trace_event(id, data, sizeof data);
+    }
+    std::this_thread::sleep_for(20ms);
+
+    posix_trace_status_info st = status_of(stream.get());
+    CHECK(st.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    CHECK(st.posix_stream_full_status == POSIX_TRACE_FULL);
+
+    // start, user events 0..N-1, stop (stream full). Read one at a time: the
+    // read that empties the stream restarts it.
+    Got first = try_next(stream.get());
+    REQUIRE(first.err == 0);
+    REQUIRE(first.unavailable == 0);
+    CHECK(first.info.posix_event_id == POSIX_TRACE_START);
+
+    uint32_t n = 0;
+    bool saw_stop = false, in_sequence = true;
+    for (int guard = 0; guard < 2 * int(kEvents); ++guard) {
+        Got g = try_next(stream.get());
+        REQUIRE(g.err == 0);
+        REQUIRE(g.unavailable == 0);
+        if (g.info.posix_event_id == POSIX_TRACE_STOP) {
+            posix_trace_stop_data cause = stop_data(g.data, g.data_len);
+            CHECK(cause.cause == POSIX_TRACE_STOP_STREAM_FULL);
+            saw_stop = true;
+            break;
+        }
+        INFO("event " << guard << " after the start has id " << g.info.posix_event_id);
+        REQUIRE(g.info.posix_event_id == id);
+        REQUIRE(g.data_len == 32);
+        uint32_t seq = payload_as<uint32_t>(g.data);
+        if (seq != n)
+            in_sequence = false;
+        ++n;
+    }
+    REQUIRE(saw_stop);
+    INFO("N = " << n << " user events kept");
+    CHECK(n >= 1);
+    CHECK(in_sequence);
+
+    // Read empty: it runs again by itself.
+    st = status_of(stream.get());
+    CHECK(st.posix_stream_status == POSIX_TRACE_RUNNING);
+    CHECK(st.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+
+    uint32_t marker = 5000;
+    posix_trace_event(id, &marker, sizeof marker);
+
+    Got overflow = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(overflow.err == 0);
+    REQUIRE(overflow.unavailable == 0);
+    CHECK(overflow.info.posix_event_id == POSIX_TRACE_OVERFLOW);
+    if (overflow.info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+        REQUIRE(overflow.data_len == sizeof(posix_trace_overflow_data));
+        posix_trace_overflow_data d{};
+        std::memcpy(&d, overflow.data.data(), sizeof d);
+        CHECK(d.lost_in_stream == kEvents - n);
+        CHECK(d.lost_in_kernel == 0);
+        CHECK(d.lost == d.lost_in_kernel + d.lost_in_stream);
+    }
+    Got resume = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(resume.err == 0);
+    REQUIRE(resume.unavailable == 0);
+    CHECK(resume.info.posix_event_id == POSIX_TRACE_RESUME);
+    Got restart = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(restart.err == 0);
+    REQUIRE(restart.unavailable == 0);
+    CHECK(restart.info.posix_event_id == POSIX_TRACE_START);
+    Got after = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(after.err == 0);
+    REQUIRE(after.unavailable == 0);
+    CHECK(after.info.posix_event_id == id);
+    REQUIRE(after.data_len == sizeof marker);
+    CHECK(payload_as<uint32_t>(after.data) == marker);
+}
+
+TEST_CASE("recording: every event is read or counted lost under load", "[recording]")
+{
+    Attr attr; // defaults: POSIX_TRACE_LOOP, 8 MiB
+    trace_event_id_t id = user_event("rec.load");
+    StreamGuard stream = started_stream(attr);
+    trace_id_t trid = stream.get();
+
+    constexpr int kThreads = 2;
+    constexpr uint64_t kPerThread = 100000;
+    struct Payload {
+        uint64_t seq;
+        uint32_t thread;
+        unsigned char pad[52];
+    };
+    static_assert(sizeof(Payload) == 64);
+
+    struct Tally {
+        uint64_t user = 0, start_stop = 0, lost = 0, bad_overflow = 0, bad_len = 0,
+                 non_increasing = 0, other = 0;
+        uint64_t last_seq[kThreads] = {};
+        bool seen[kThreads] = {};
+        void add(trace_event_id_t user_id, const Got &g)
+        {
+            trace_event_id_t eid = g.info.posix_event_id;
+            if (eid == user_id) {
+                ++user;
+                if (g.data_len != sizeof(Payload)) {
+                    ++bad_len;
+                    return;
+                }
+                Payload p;
+                std::memcpy(&p, g.data.data(), sizeof p);
+                if (p.thread >= kThreads) {
+                    ++bad_len;
+                    return;
+                }
+                if (seen[p.thread] && p.seq <= last_seq[p.thread])
+                    ++non_increasing;
+                seen[p.thread] = true;
+                last_seq[p.thread] = p.seq;
+            } else if (eid == POSIX_TRACE_OVERFLOW) {
+                posix_trace_overflow_data d{};
+                if (g.data_len != sizeof d) {
+                    ++bad_overflow;
+                    return;
+                }
+                std::memcpy(&d, g.data.data(), sizeof d);
+                if (d.lost != d.lost_in_kernel + d.lost_in_stream)
+                    ++bad_overflow;
+                lost += d.lost;
+            } else if (eid == POSIX_TRACE_RESUME) {
+            } else if (eid == POSIX_TRACE_START || eid == POSIX_TRACE_STOP) {
+                ++start_stop;
+            } else {
+                ++other;
+            }
+        }
+    };
+    Tally tally;
+
+    std::atomic<bool> emitters_done{false};
+    std::atomic<uint64_t> reader_errors{0};
+    std::thread reader([&] {
+        while (!emitters_done.load(std::memory_order_acquire)) {
+            Got g = timed_next(trid, 20'000'000LL);
+            if (g.err == ETIMEDOUT)
+                continue;
+            if (g.err != 0 || g.unavailable) {
+                reader_errors++;
+                continue;
+            }
+            tally.add(id, g);
+        }
+    });
+    std::vector<std::thread> emitters;
+    for (int t = 0; t < kThreads; ++t)
+        emitters.emplace_back([&, t] {
+            Payload p{};
+            p.thread = uint32_t(t);
+            std::memset(p.pad, 0x5A, sizeof p.pad);
+            for (uint64_t seq = 0; seq < kPerThread; ++seq) {
+                p.seq = seq;
+                posix_trace_event(id, &p, sizeof p);
+            }
+        });
+    for (auto &t : emitters)
+        t.join();
+    emitters_done.store(true, std::memory_order_release);
+    reader.join();
+    REQUIRE(posix_trace_stop(trid) == 0);
+    uint64_t read_concurrently = tally.user;
+    for (int guard = 0; guard < 10'000'000; ++guard) {
+        Got g = try_next(trid);
+        REQUIRE(g.err == 0);
+        if (g.unavailable)
+            break;
+        tally.add(id, g);
+    }
+
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(trid, &counters) == 0);
+
+    INFO("user events read: " << tally.user << " (" << read_concurrently
+                              << " while recording), start/stop read: " << tally.start_stop
+                              << ", overflow lost sum: " << tally.lost
+                              << "; counters: recorded " << counters.recorded << ", lost_in_kernel "
+                              << counters.lost_in_kernel << ", lost_in_stream "
+                              << counters.lost_in_stream);
+    CHECK(reader_errors.load() == 0);
+    CHECK(tally.bad_len == 0);
+    CHECK(tally.bad_overflow == 0);
+    CHECK(tally.other == 0);
+    CHECK(tally.non_increasing == 0);
+    // Every event emitted (200,000 user events, plus the start and stop
+    // events) was either read or counted in an overflow event. (If the start
+    // event itself was overwritten it is among the lost.)
+    CHECK(tally.user + tally.start_stop + tally.lost == kThreads * kPerThread + 2);
+    CHECK(tally.user <= kThreads * kPerThread);
+    // The counters account for the same losses.
+    CHECK(counters.lost_in_kernel + counters.lost_in_stream == tally.lost);
+    CHECK(counters.recorded >= tally.user + tally.start_stop);
+}
+
+TEST_CASE("recording: events of several threads keep per-thread order and global time order",
+          "[recording]")
+{
+    Attr attr;
+    trace_event_id_t id = user_event("rec.threads");
+    StreamGuard stream = started_stream(attr);
+
+    constexpr int kThreads = 4;
+    constexpr uint32_t kPerThread = 1000;
+    struct Payload {
+        uint32_t thread;
+        uint32_t seq;
+    };
+    std::atomic<bool> go{false};
+    pid_t tids[kThreads] = {};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            tids[t] = gettid();
+            while (!go.load(std::memory_order_acquire)) {
+            }
+            for (uint32_t seq = 0; seq < kPerThread; ++seq) {
+                Payload p{uint32_t(t), seq};
+                posix_trace_event(id, &p, sizeof p);
+            }
+        });
+    go.store(true, std::memory_order_release);
+    for (auto &t : threads)
+        t.join();
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::vector<Event> events = read_everything(stream.get());
+    uint32_t next_seq[kThreads] = {};
+    size_t user = 0, out_of_order = 0, wrong_thread = 0, time_backwards = 0, overflows = 0;
+    uint64_t previous = 0;
+    std::string first_backwards;
+    trace_event_id_t previous_id = 0;
+    pid_t previous_tid = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+        const Event &e = events[i];
+        uint64_t ts = nanos(e.info.posix_timestamp);
+        if (ts < previous && time_backwards++ == 0)
+            first_backwards = "event " + std::to_string(i) + " (id " +
+                              std::to_string(e.info.posix_event_id) + ", tid " +
+                              std::to_string(e.info.posix_tid) + ") is " +
+                              std::to_string(previous - ts) + " ns older than the one before (id " +
+                              std::to_string(previous_id) + ", tid " +
+                              std::to_string(previous_tid) + ")";
+        previous = ts;
+        previous_id = e.info.posix_event_id;
+        previous_tid = e.info.posix_tid;
+        if (e.info.posix_event_id == POSIX_TRACE_OVERFLOW)
+            ++overflows;
+        if (e.info.posix_event_id != id)
+            continue;
+        ++user;
+        REQUIRE(e.data.size() == sizeof(Payload));
+        Payload p = payload_as<Payload>(e.data);
+        REQUIRE(p.thread < uint32_t(kThreads));
+        if (e.info.posix_tid != tids[p.thread])
+            ++wrong_thread;
+        if (p.seq != next_seq[p.thread])
+            ++out_of_order;
+        next_seq[p.thread] = p.seq + 1;
+    }
+    CHECK(overflows == 0);
+    CHECK(user == size_t(kThreads) * kPerThread);
+    CHECK(out_of_order == 0);
+    CHECK(wrong_thread == 0);
+    INFO("first step back in time: " << first_backwards);
+    CHECK(time_backwards == 0);
+    for (int t = 0; t < kThreads; ++t)
+        CHECK(next_seq[t] == kPerThread);
+    CHECK(events.front().info.posix_event_id == POSIX_TRACE_START);
+    CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+}
