@@ -14,7 +14,7 @@ ARCH         := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 WARNINGS     := -Wall -Wextra -Wno-missing-field-initializers
 comma        := ,
-SAN_FLAGS    := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+SAN_FLAGS    := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Wno-maybe-uninitialized)
 CXXFLAGS     ?= -O2 -g
 CXXFLAGS     += -std=c++20 $(WARNINGS) $(SAN_FLAGS) -fPIC -pthread \
                 -Iinclude -Iuserspace/lib -Ibpf -I$(BUILD)/gen \

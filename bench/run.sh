@@ -12,35 +12,38 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
 
 # Runs the bench in external mode under a bpftrace program; prints ns/event
-# and the events bpftrace reported lost.
+# and, for a printing program, how many of the events its output is missing.
 under_bpftrace() {
-    local program=$1 out pid bt ready lost
-    out=$(mktemp); ready=$(mktemp)
+    local program=$1 out pid bt ready lost printed
+    out=$(mktemp); ready=$(mktemp); printed=$(mktemp)
     "$bin" external "$events" >"$out" &
     pid=$!
     until grep -q ready "$out"; do sleep 0.05; done
-    bpftrace -p "$pid" -e "$program" >/dev/null 2>"$ready" &
+    bpftrace -p "$pid" -o "$printed" -e "$program" 2>"$ready" &
     bt=$!
-    for _ in $(seq 200); do grep -q Attaching "$ready" && break; sleep 0.05; done
+    for _ in $(seq 200); do grep -qs Attaching "$printed" "$ready" && break; sleep 0.05; done
     sleep 0.5
     kill -USR1 "$pid"
     wait "$pid"
     sleep 0.3
-    kill -INT "$bt" 2>/dev/null; wait "$bt" 2>/dev/null
-    lost=$(grep -o 'Lost [0-9]* events' "$ready" | awk '{s+=$2} END {print s+0}')
+    kill -INT "$bt" 2>/dev/null; wait "$bt" 2>/dev/null >/dev/null
+    if [[ $program == *printf* ]]; then
+        lost="missing=$((events - $(grep -c '^\\x' "$printed")))" # payload lines start with \x
+    else
+        lost=""
+    fi
     echo "$(field ns_per_event <"$out") $lost"
-    rm -f "$out" "$ready"
+    rm -f "$out" "$ready" "$printed"
 }
 
 collect() { # label, command...
     local label=$1; shift
     local costs=() extra=""
     for _ in $(seq "$runs"); do
-        line=$("$@")
+        line=$("$@" | grep . | tail -n 1) # bpftrace prints blank lines on exit
         costs+=("$(echo "$line" | awk '{print $1}')")
         extra=$(echo "$line" | cut -s -d' ' -f2-)
     done
-    printf '%s\n' "${costs[@]}" | median | xargs printf "| %-58s | %10s | %s\n" "$label" - "$extra" >/dev/null
     printf "| %-58s | %10.2f | %-28s |\n" "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
 }
 
