@@ -55,6 +55,9 @@ printf "|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..60})" "$(printf -- '-%.0s' {1..12
 collect "no stream (semaphore off)" bash -c "$bin untraced $((events * 50)) | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2"
 collect "uprobe floor: empty BPF program on the probe (bpftrace {})" under_bpftrace "usdt:$lib:posix_trace:event { }"
 stream_line() { "$bin" stream "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "lost=" v["lost"]}'; }
+mode_cost() { "$bin" "$1" "$events" | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2; }
+collect "posixtrace, stream suspended (program returns at once)" mode_cost stream-suspended
+collect "posixtrace, event type filtered out in the kernel" mode_cost stream-filtered
 collect "posixtrace stream, reader draining with getnext" stream_line
 collect "bpftrace: 64 bytes to its output (printf %r buf)" \
     under_bpftrace "usdt:$lib:posix_trace:event { printf(\"%r\\n\", buf(arg1, 64)); }"
