@@ -139,8 +139,14 @@ static __always_inline __u64 user_event_arg(struct pt_regs *ctx, int index)
     return value;
 }
 
-static __always_inline __u64 wakeup_flag(void *ring)
+/* The drain thread polls every millisecond; it is woken early only when a
+ * ring passes the threshold. Asking the ring its fill level is a helper call,
+ * so small records ask every 64th time (the increment may race with a
+ * preempting program: it only paces the check). */
+static __always_inline __u64 wakeup_flag(void *ring, struct pt_cpu_state *state, __u64 room)
 {
+    if (room < 1024 && (++state->records & 63) != 0)
+        return BPF_RB_NO_WAKEUP;
     return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_threshold ? BPF_RB_FORCE_WAKEUP
                                                                           : BPF_RB_NO_WAKEUP;
 }
@@ -179,7 +185,7 @@ struct user_event_args {
  * and holds back the merge, so a stall here cannot reorder events. */
 static __always_inline void record_user_event(struct user_event_args *a, const __u64 room)
 {
-    __u64 wakeup = wakeup_flag(a->ring);
+    __u64 wakeup = wakeup_flag(a->ring, a->state, room);
     struct pt_record *record = bpf_ringbuf_reserve(a->ring, PT_RECORD_HEADER_SIZE + room, 0);
     __u64 copy_len = a->copy_len;
     __u16 flags = a->flags;

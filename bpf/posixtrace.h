@@ -62,6 +62,7 @@ struct pt_cpu_state {
     __u64 lost_total;      /* records that found no room in this CPU's ring */
     __u64 lost_unreported; /* of those, not yet reported by a later record */
     __u64 refused_full;    /* events refused while POSIX_TRACE_UNTIL_FULL had stopped */
+    __u64 records;         /* records written, for pacing the fill check (not exact) */
 };
 
 /* stream_state, written by userspace */
