@@ -55,7 +55,7 @@ int main(void)
         pthread_join(threads[t], NULL);
     posix_trace_stop(trid);
 
-    printf("%-20s %-8s %-14s %-18s %s\n", "time", "tid", "event", "pthread", "data");
+    printf("%10s  %-7s %-18s %-14s %s\n", "time (ms)", "tid", "event", "pthread", "data");
     struct timespec first = {0, 0};
     for (;;) {
         struct posix_trace_event_info info;
@@ -71,7 +71,7 @@ int main(void)
                     (info.posix_timestamp.tv_nsec - first.tv_nsec) / 1e6;
         char name[TRACE_EVENT_NAME_MAX];
         posix_trace_eventid_get_name(trid, info.posix_event_id, name);
-        printf("+%-11.3f ms     %-8d %-14s %#-18lx ", ms, (int)info.posix_tid, name,
+        printf("%10.3f  %-7d %-18s %-14lx ", ms, (int)info.posix_tid, name,
                (unsigned long)info.posix_thread_id);
         if (info.posix_event_id == ev_request && len == sizeof(struct request)) {
             struct request r;
