@@ -14,6 +14,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <map>
 #include <thread>
 #include <vector>
@@ -741,4 +744,87 @@ TEST_CASE("recording: events of several threads keep per-thread order and global
         CHECK(next_seq[t] == kPerThread);
     CHECK(events.front().info.posix_event_id == POSIX_TRACE_START);
     CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+}
+
+// The kernel side: a ring that fills up while its reader cannot run. The drain
+// thread is pinned to the emitter's CPU and the emitter runs SCHED_FIFO, so
+// the drain thread does not run until the burst is over: the ring overflows,
+// the BPF program counts every failed reservation, and the losses come back
+// as overflow events whose counts, with the events read, add up exactly.
+TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recording]")
+{
+    Attr attr;
+    REQUIRE(posix_trace_attr_setmaxdatasize(attr.get(), 4096) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 64 * 1024) == 0); // ring: 256 KiB per CPU
+    trace_event_id_t id = user_event("rec.kernel_loss");
+    StreamGuard stream = started_stream(attr);
+
+    pid_t drain_tid = 0;
+    for (const auto &entry : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(entry.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name == "posixtrace-drn")
+            drain_tid = std::stoi(entry.path().filename());
+    }
+    REQUIRE(drain_tid != 0);
+    cpu_set_t cpu0;
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    REQUIRE(sched_setaffinity(drain_tid, sizeof cpu0, &cpu0) == 0);
+
+    constexpr uint32_t kEvents = 2000; // 4 KiB each: 8 MiB, far beyond the ring
+    std::thread emitter([&] {
+        pthread_setaffinity_np(pthread_self(), sizeof cpu0, &cpu0);
+        sched_param fifo{1};
+        bool realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo) == 0;
+        std::vector<unsigned char> payload(4096, 0x5a);
+        for (uint32_t seq = 0; seq < kEvents; ++seq) {
+            std::memcpy(payload.data(), &seq, sizeof seq);
+            posix_trace_event(id, payload.data(), payload.size());
+        }
+        if (realtime) {
+            sched_param normal{0};
+            pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+        }
+    });
+    emitter.join();
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    uint64_t read = 0, system_read = 0, lost = 0, kernel_lost = 0;
+    uint32_t last_seq = 0;
+    bool increasing = true;
+    for (;;) {
+        Got g = try_next(stream.get(), 8192);
+        REQUIRE(g.err == 0);
+        if (g.unavailable)
+            break;
+        if (g.info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data d{};
+            REQUIRE(g.data_len == sizeof d);
+            std::memcpy(&d, g.data.data(), sizeof d);
+            lost += d.lost;
+            kernel_lost += d.lost_in_kernel;
+        } else if (g.info.posix_event_id == id) {
+            REQUIRE(g.data_len == 4096);
+            uint32_t seq = payload_as<uint32_t>(g.data);
+            if (read && seq <= last_seq)
+                increasing = false;
+            last_seq = seq;
+            ++read;
+        } else if (g.info.posix_event_id != POSIX_TRACE_RESUME) {
+            ++system_read; // start (unless overwritten) and stop
+        }
+    }
+    INFO("read " << read << " + " << system_read << " system, lost " << lost << " (in the kernel "
+                 << kernel_lost << ")");
+    CHECK(kernel_lost > 0);
+    CHECK(read > 0);
+    // Every event generated is read or counted lost: the user events, and the
+    // start and stop events (the small LOOP stream may overwrite the start).
+    CHECK(read + system_read + lost == kEvents + 2);
+    CHECK(increasing);
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    CHECK(counters.lost_in_kernel == kernel_lost);
 }

@@ -1,6 +1,7 @@
 #include "stream/stream.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -144,6 +145,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
     attributes_.create_time = now;
     realtime_offset_ns_ = realtime_minus_monotonic();
     drain_ = std::jthread([this](std::stop_token stop) { drain_loop(stop); });
+    pthread_setname_np(drain_.native_handle(), "posixtrace-drn"); // for top, ps -L
     return 0;
 }
 
