@@ -16,6 +16,7 @@
 #include "events/event_set.hpp"
 #include "usdt/usdt_notes.hpp"
 #include "util/clock.hpp"
+#include "util/process_id.hpp"
 
 namespace posixtrace {
 namespace {
@@ -151,7 +152,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
 
 Stream::~Stream() { shutdown(); }
 
-bool Stream::owned_by_this_process() const { return creator_pid_ == getpid(); }
+bool Stream::owned_by_this_process() const { return creator_pid_ == current_process_id(); }
 
 // ---- control -------------------------------------------------------------
 
