@@ -271,3 +271,66 @@ int user_event(struct pt_regs *ctx)
         record_user_event(&a, PT_DATA_SIZE_LIMIT);
     return 0;
 }
+
+/* Any USDT probe of a traced process. The stream gives each PROVIDER:NAME an
+ * event type id and attaches with it as the BPF cookie; the payload is the
+ * probe's arguments, each a little-endian 64-bit value, in order. */
+SEC("usdt")
+int usdt_event(struct pt_regs *ctx)
+{
+    __u32 state_now = stream_state, zero = 0, event_id, cpu;
+    struct pt_cpu_state *state;
+    struct pt_record *record;
+    __u64 pid_tgid, wakeup;
+    void *ring;
+    int count;
+
+    if (state_now == PT_STREAM_SUSPENDED)
+        return 0;
+    pid_tgid = bpf_get_current_pid_tgid();
+    if (!process_traced(pid_tgid >> 32))
+        return 0;
+    event_id = (__u32)bpf_usdt_cookie(ctx);
+    if (event_filtered(event_id))
+        return 0;
+    state = bpf_map_lookup_elem(&cpu_states, &zero);
+    if (!state)
+        return 0;
+    if (state_now == PT_STREAM_FULL) {
+        __sync_fetch_and_add(&state->refused_full, 1);
+        return 0;
+    }
+    cpu = bpf_get_smp_processor_id();
+    ring = bpf_map_lookup_elem(&rings, &cpu);
+    if (!ring)
+        return 0;
+
+    wakeup = wakeup_flag(ring, state, 0);
+    record = bpf_ringbuf_reserve(ring, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8, 0);
+    if (!record) {
+        count_lost(state);
+        return 0;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    count = bpf_usdt_arg_cnt(ctx);
+    if (count < 0)
+        count = 0;
+    for (int i = 0; i < PT_USDT_MAX_ARGS; i++) {
+        long value = 0;
+        if (i >= count)
+            break;
+        bpf_usdt_arg(ctx, i, &value);
+        __builtin_memcpy(record->data + i * 8, &value, 8);
+    }
+    record->thread_id = current_pthread_id();
+    record->prog_address = PT_REGS_IP(ctx);
+    record->pid = pid_tgid >> 32;
+    record->tid = (__u32)pid_tgid;
+    record->event_id = event_id;
+    record->data_len = (count > PT_USDT_MAX_ARGS ? PT_USDT_MAX_ARGS : count) * 8;
+    record->lost_before = take_unreported(state);
+    record->flags = 0;
+    record->cpu = cpu;
+    bpf_ringbuf_submit(record, wakeup);
+    return 0;
+}

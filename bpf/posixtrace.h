@@ -18,6 +18,9 @@
 #define PT_EVENT_ID_LIMIT 8192u
 #define PT_FILTER_WORDS (PT_EVENT_ID_LIMIT / 64)
 
+/* Arguments a USDT probe can have (libbpf's BPF_USDT_MAX_ARG_CNT). */
+#define PT_USDT_MAX_ARGS 12
+
 /* How many processes one stream may trace at once. */
 #define PT_MAX_TRACED_PROCESSES 4096
 

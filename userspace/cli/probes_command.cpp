@@ -21,25 +21,6 @@ struct ProbesOptions {
     std::string binary;
 };
 
-// The files mapped executable in a process, in map order, the executable first.
-std::vector<std::string> mapped_objects(pid_t pid)
-{
-    std::vector<std::string> objects;
-    std::set<std::string> seen;
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-        auto slash = line.find('/');
-        auto perms = line.find(' ');
-        if (slash == std::string::npos || perms == std::string::npos || line[perms + 3] != 'x')
-            continue;
-        std::string path = line.substr(slash);
-        if (seen.insert(path).second)
-            objects.push_back(path);
-    }
-    return objects;
-}
-
 int print_probes(const std::string &object, const std::string &display, bool quiet_if_none)
 {
     std::vector<UsdtProbe> probes;
@@ -68,16 +49,14 @@ int print_probes(const std::string &object, const std::string &display, bool qui
 int run(const ProbesOptions &options)
 {
     if (options.pid) {
-        auto objects = mapped_objects(options.pid);
+        auto objects = mapped_executable_objects(options.pid);
         if (objects.empty()) {
             std::fprintf(stderr, "posixtrace: no process %d (or it maps no files)\n", options.pid);
             return 1;
         }
-        for (const auto &object : objects) {
-            std::string via_proc =
-                "/proc/" + std::to_string(options.pid) + "/root" + object; // mount namespaces
-            print_probes(via_proc, object, true);
-        }
+        std::string root = "/proc/" + std::to_string(options.pid) + "/root";
+        for (const auto &object : objects) // seen through the process's mount namespace
+            print_probes(object, object.substr(root.size()), true);
         return 0;
     }
     return print_probes(options.binary, options.binary, false) ? 1 : 0;

@@ -1,6 +1,7 @@
 // C ABI of the trace stream functions: handle lookup and argument checks;
 // the Stream does the work.
 #include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
 #include <signal.h>
 #include <trace.h>
 #include <unistd.h>
@@ -110,6 +111,18 @@ POSIXTRACE_EXPORT int posix_trace_get_counters(trace_id_t trid, posix_trace_coun
         return EINVAL;
     *counters = stream->counters();
     return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probes, size_t *attached)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !probes)
+        return EINVAL;
+    size_t count = 0;
+    int err = stream->attach_usdt(probes, count);
+    if (attached)
+        *attached = count;
+    return err;
 }
 
 POSIXTRACE_EXPORT int posix_trace_set_filter(trace_id_t trid, const trace_event_set_t *set, int how)

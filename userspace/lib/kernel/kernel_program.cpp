@@ -121,6 +121,19 @@ int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
     return 0;
 }
 
+int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
+                                     const std::string &provider, const std::string &name,
+                                     trace_event_id_t event_id)
+{
+    LIBBPF_OPTS(bpf_usdt_opts, options, .usdt_cookie = event_id);
+    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.usdt_event, pid, binary.c_str(),
+                                              provider.c_str(), name.c_str(), &options);
+    if (!link)
+        return errno_from(-errno);
+    links_.emplace_back(link);
+    return 0;
+}
+
 void KernelProgram::set_state(pt_stream_state state)
 {
     __atomic_store_n(&skeleton_->bss->stream_state, uint32_t(state), __ATOMIC_SEQ_CST);

@@ -42,6 +42,11 @@ public:
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
     int attach_user_event_probe(pid_t pid, const std::string &binary);
 
+    // Attaches every site of PROVIDER:NAME in `binary` for process `pid`;
+    // its records carry `event_id`.
+    int attach_usdt_probe(pid_t pid, const std::string &binary, const std::string &provider,
+                          const std::string &name, trace_event_id_t event_id);
+
     void set_state(pt_stream_state state);
     void set_filter(const trace_event_set_t &filtered);
 

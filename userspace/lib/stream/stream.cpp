@@ -681,10 +681,59 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
 
 // ---- event types -----------------------------------------------------------
 
+int Stream::attach_usdt(const std::string &spec, size_t &attached)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    attached = 0;
+    auto objects = mapped_executable_objects(target_pid_);
+    if (objects.empty())
+        return ESRCH;
+    bool matched = false;
+    for (const auto &object : objects) {
+        std::vector<UsdtProbe> probes;
+        if (read_usdt_probes(object, probes) != 0)
+            continue;
+        for (const auto &probe : probes) {
+            if (!usdt_spec_matches(spec, probe.provider, probe.name))
+                continue;
+            matched = true;
+            std::string key = probe.provider + ":" + probe.name;
+            if (!usdt_attached_.insert({object, key}).second)
+                continue; // another site of a probe already attached
+            auto [slot, added] = usdt_ids_.try_emplace(
+                key, POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(usdt_names_.size()));
+            if (added) {
+                if (slot->second >= POSIX_TRACE_EVENT_ID_LIMIT) {
+                    usdt_ids_.erase(slot);
+                    usdt_attached_.erase({object, key});
+                    return ENOSPC;
+                }
+                usdt_names_.push_back(key);
+            }
+            if (int err = kernel_->attach_usdt_probe(target_pid_, object, probe.provider,
+                                                     probe.name, slot->second)) {
+                usdt_attached_.erase({object, key});
+                return err;
+            }
+            ++attached;
+        }
+    }
+    return matched ? 0 : ENOENT;
+}
+
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const
 {
     if (auto builtin = builtin_event_name(id))
         return std::string(*builtin);
+    if (id >= POSIX_TRACE_USDT_EVENT_FIRST) {
+        std::lock_guard lock(mutex_);
+        size_t index = id - POSIX_TRACE_USDT_EVENT_FIRST;
+        if (index < usdt_names_.size())
+            return usdt_names_[index];
+        return std::nullopt;
+    }
     return UserEventRegistry::instance().name_of(id);
 }
 
@@ -699,6 +748,8 @@ void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
     auto user = UserEventRegistry::instance().ids();
     ids.insert(ids.end(), user.begin(), user.end());
     std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < usdt_names_.size(); ++i)
+        ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
     auto next = type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
     if (next == ids.end()) {
         unavailable = 1;

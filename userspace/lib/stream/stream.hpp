@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,6 +61,12 @@ public:
     // EINTR (a signal handler ran while waiting).
     int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
                    const timespec *abstime);
+
+    // Attaches the USDT probes of the traced process that match `spec`
+    // ("PROVIDER:NAME", "PROVIDER:*" or "*"), in every object it maps; each
+    // PROVIDER:NAME is one event type however many sites it has.
+    // 0, ENOENT (no such probe), ESRCH (process gone), ENOSPC (no ids left).
+    int attach_usdt(const std::string &spec, size_t &attached);
 
     std::optional<std::string> event_name(trace_event_id_t id) const;
     int open_event_type(const char *name, trace_event_id_t &id);
@@ -133,6 +141,9 @@ private:
     std::vector<uint64_t> ring_floor_ns_; // per ring: its next record is stamped after this
     posix_trace_counters counters_{};
     std::optional<trace_event_id_t> type_cursor_;
+    std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
+    std::map<std::string, trace_event_id_t> usdt_ids_;
+    std::set<std::pair<std::string, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
 };
 
 } // namespace posixtrace

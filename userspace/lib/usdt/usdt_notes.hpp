@@ -1,4 +1,6 @@
 #pragma once
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +32,14 @@ struct UsdtProbe {
 // The USDT probes of an ELF file; 0, or an errno (ENOENT, EACCES, ENOEXEC
 // for a file that is not ELF or is truncated).
 int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes);
+
+// The files a process maps executable, in map order (the executable first),
+// as paths seen from the tracer (through /proc/PID/root).
+std::vector<std::string> mapped_executable_objects(pid_t pid);
+
+// "PROVIDER:NAME", "PROVIDER:*" or "*" against one probe.
+bool usdt_spec_matches(const std::string &spec, const std::string &provider,
+                       const std::string &name);
 
 // Parses an x86-64 argument list ("4@%edi 8@%rsi ..."); nullopt when an
 // argument is not understood.

@@ -1,0 +1,182 @@
+// USDT probes of an unmodified process traced by pid: Debian's python3.11,
+// whose audit and gc__start probes are guarded by semaphores.
+#include <catch2/catch.hpp>
+#include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char *kPython = "/usr/bin/python3.11";
+
+// A python3.11 that waits for a line on stdin, raises 1,000 audit events and
+// runs 100 collections, says "done", and waits for another line to exit.
+class PythonWorkload {
+public:
+    PythonWorkload()
+    {
+        int to_child[2], from_child[2];
+        REQUIRE(pipe(to_child) == 0);
+        REQUIRE(pipe(from_child) == 0);
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            dup2(to_child[0], 0);
+            dup2(from_child[1], 1);
+            close(to_child[1]);
+            close(from_child[0]);
+            execl(kPython, kPython, "-c",
+                  "import sys, gc\n"
+                  "sys.stdin.readline()\n"
+                  "for i in range(1000): sys.audit('posixtrace.test', i)\n"
+                  "for i in range(100): gc.collect()\n"
+                  "print('done', flush=True)\n"
+                  "sys.stdin.readline()\n",
+                  static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        close(to_child[0]);
+        close(from_child[1]);
+        to_child_ = to_child[1];
+        from_child_ = fdopen(from_child[0], "r");
+        // Wait until the interpreter is up and blocked on stdin (its
+        // libraries are mapped), by asking /proc for its executable.
+        for (int i = 0; i < 200; ++i) {
+            char exe[256] = {};
+            std::string link = "/proc/" + std::to_string(pid_) + "/exe";
+            if (readlink(link.c_str(), exe, sizeof exe - 1) > 0 && std::string(exe) == kPython)
+                break;
+            usleep(10000);
+        }
+        usleep(200000); // the interpreter reaches its readline
+    }
+    ~PythonWorkload()
+    {
+        if (to_child_ >= 0)
+            close(to_child_);
+        if (from_child_)
+            fclose(from_child_);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    void run_and_wait()
+    {
+        REQUIRE(write(to_child_, "go\n", 3) == 3);
+        char line[64] = {};
+        REQUIRE(fgets(line, sizeof line, from_child_) != nullptr);
+        REQUIRE(std::string(line) == "done\n");
+    }
+    std::string read_string(uint64_t address) const
+    {
+        char buffer[64] = {};
+        iovec local{buffer, sizeof buffer - 1}, remote{reinterpret_cast<void *>(address), sizeof buffer - 1};
+        if (process_vm_readv(pid_, &local, 1, &remote, 1, 0) <= 0)
+            return {};
+        return buffer;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int to_child_ = -1;
+    FILE *from_child_ = nullptr;
+};
+
+} // namespace
+
+TEST_CASE("usdt: python3.11 traced by pid, semaphore-guarded audit and gc probes", "[usdt]")
+{
+    PythonWorkload python;
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(python.pid(), nullptr, &trid) == 0);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "python:audit", &attached) == 0);
+    CHECK(attached == 1);
+    REQUIRE(posix_trace_usdt_attach(trid, "python:gc__start", &attached) == 0);
+    CHECK(attached == 1);
+    REQUIRE(posix_trace_start(trid) == 0);
+    python.run_and_wait();
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    std::map<std::string, int> counts;
+    int our_audits = 0;
+    uint64_t lost = 0;
+    for (;;) {
+        posix_trace_event_info info;
+        unsigned char data[128];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        if (unavailable)
+            break;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(trid, info.posix_event_id, name) == 0);
+        counts[name]++;
+        if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data overflow;
+            std::memcpy(&overflow, data, sizeof overflow);
+            lost += overflow.lost;
+        }
+        if (std::string(name) == "python:audit") {
+            CHECK(info.posix_pid == python.pid());
+            CHECK(info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST);
+            REQUIRE(len == 16); // two arguments, 64 bits each
+            uint64_t event_name;
+            std::memcpy(&event_name, data, sizeof event_name);
+            if (python.read_string(event_name) == "posixtrace.test")
+                ++our_audits;
+        }
+    }
+    CHECK(lost == 0);
+    CHECK(our_audits == 1000);
+    CHECK(counts["python:gc__start"] >= 100);
+    CHECK(counts["posix_trace_start"] == 1);
+    CHECK(counts["posix_trace_stop"] == 1);
+
+    // The probes are event types of the stream, listed with their names.
+    std::vector<std::string> listed;
+    REQUIRE(posix_trace_eventtypelist_rewind(trid) == 0);
+    for (;;) {
+        trace_event_id_t id;
+        int unavailable = 0;
+        REQUIRE(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == 0);
+        if (unavailable)
+            break;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(trid, id, name) == 0);
+        if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
+            listed.push_back(name);
+    }
+    CHECK(listed == std::vector<std::string>{"python:audit", "python:gc__start"});
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}
+
+TEST_CASE("usdt: attach errors", "[usdt]")
+{
+    trace_id_t trid;
+    size_t attached = 7;
+    {
+        PythonWorkload python;
+        REQUIRE(posix_trace_create(python.pid(), nullptr, &trid) == 0);
+        CHECK(posix_trace_usdt_attach(trid, "python:no_such_probe", &attached) == ENOENT);
+        CHECK(attached == 0);
+        CHECK(posix_trace_usdt_attach(trid, "nonsense", nullptr) == ENOENT);
+        CHECK(posix_trace_usdt_attach(trid, nullptr, &attached) == EINVAL);
+        CHECK(posix_trace_usdt_attach(-1, "python:audit", &attached) == EINVAL);
+        REQUIRE(posix_trace_usdt_attach(trid, "python:*", &attached) == 0);
+        CHECK(attached == 8); // python3.11 has 8 probes (posixtrace probes /usr/bin/python3.11)
+    } // the workload is killed and reaped here
+    CHECK(posix_trace_usdt_attach(trid, "python:audit", &attached) == ESRCH);
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}
