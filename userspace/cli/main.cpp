@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "probes_command.hpp"
+#include "record_command.hpp"
 
 int main(int argc, char **argv)
 {
@@ -11,6 +12,7 @@ int main(int argc, char **argv)
     app.set_version_flag("--version", std::string("posixtrace ") + POSIXTRACE_VERSION);
     app.require_subcommand(1);
     posixtrace::cli::add_probes_command(app);
+    posixtrace::cli::add_record_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError &result) {

@@ -1,0 +1,145 @@
+// The posixtrace command-line tool, run as a user would run it.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The CLI built next to this test binary (build/tests -> build/bin).
+std::string cli_path()
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string path(self);
+    return path.substr(0, path.rfind('/')) + "/../bin/posixtrace";
+}
+
+struct Run {
+    int status = -1;
+    std::string out;
+    std::string err;
+    std::vector<std::string> lines() const
+    {
+        std::vector<std::string> all;
+        std::istringstream stream(out);
+        for (std::string line; std::getline(stream, line);)
+            all.push_back(line);
+        return all;
+    }
+};
+
+Run run_cli(const std::string &arguments)
+{
+    char err_path[] = "/tmp/posixtrace-cli-XXXXXX";
+    int fd = mkstemp(err_path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    std::string command = cli_path() + " " + arguments + " 2>" + err_path;
+    FILE *pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    Run run;
+    char buffer[65536];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
+        run.out.append(buffer, n);
+    int status = pclose(pipe);
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream err(err_path);
+    run.err.assign(std::istreambuf_iterator<char>(err), {});
+    unlink(err_path);
+    return run;
+}
+
+size_t count_containing(const std::vector<std::string> &lines, const std::string &text)
+{
+    size_t n = 0;
+    for (const auto &line : lines)
+        n += line.find(text) != std::string::npos;
+    return n;
+}
+
+const char *kAuditScript =
+    "\"import sys, gc\nfor i in range(1000): sys.audit('posixtrace.test', i)\n"
+    "for i in range(100): gc.collect()\nsys.exit(3)\"";
+
+} // namespace
+
+TEST_CASE("cli: record -- CMD traces the command from its first instruction", "[cli]")
+{
+    Run run = run_cli(std::string("record --events usdt:python:audit,usdt:python:gc__start "
+                                  "-- /usr/bin/python3.11 -c ") + kAuditScript);
+    CHECK(run.status == 3); // the command's own exit status
+    auto lines = run.lines();
+    // 1,000 from the script, more from the interpreter's own start-up audits.
+    CHECK(count_containing(lines, " python:audit ") >= 1000);
+    CHECK(count_containing(lines, " python:gc__start ") >= 100);
+    CHECK(run.err.find("0 lost") != std::string::npos);
+}
+
+TEST_CASE("cli: record --json prints one object a line with the contract's keys", "[cli]")
+{
+    Run run = run_cli(std::string("record --json --events usdt:python:audit,system -- "
+                                  "/usr/bin/python3.11 -c ") + kAuditScript);
+    auto lines = run.lines();
+    REQUIRE(lines.size() >= 1002);
+    for (const auto &line : lines) {
+        CHECK(line.front() == '{');
+        CHECK(line.back() == '}');
+        for (const char *key : {"\"ts_ns\":", "\"pid\":", "\"tid\":", "\"event\":", "\"id\":",
+                                "\"data_hex\":", "\"truncated\":"})
+            CHECK(line.find(key) != std::string::npos);
+    }
+    CHECK(lines.front().find("\"event\":\"posix_trace_start\"") != std::string::npos);
+    CHECK(lines.back().find("\"event\":\"posix_trace_stop\"") != std::string::npos);
+    size_t audits = 0;
+    for (const auto &line : lines)
+        if (line.find("\"event\":\"python:audit\"") != std::string::npos) {
+            ++audits;
+            CHECK(line.find("\"args\":[") != std::string::npos);
+        }
+    CHECK(audits >= 1000);
+}
+
+TEST_CASE("cli: bad input gives one line on stderr and a non-zero status", "[cli]")
+{
+    struct Case {
+        std::string arguments;
+        std::string message;
+        int status;
+    } cases[] = {
+        {"record -p 999999", "posixtrace: no process 999999", 1},
+        {"record -p 2", "kernel thread", 1},
+        {"record --events bogus -- /bin/true", "unknown event class 'bogus'", 1},
+        {"record --events usdt:python:nope -- /usr/bin/python3.11 -c pass", "no USDT probe python:nope", 1},
+        {"record -- /nonexistent/command", "cannot run /nonexistent/command", 127},
+        {"record", "give -p PID or -- COMMAND", 1},
+        {"probes /etc/passwd", "not an ELF file", 1},
+    };
+    for (const auto &c : cases) {
+        INFO(c.arguments);
+        Run run = run_cli(c.arguments);
+        CHECK(run.status == c.status);
+        CHECK(run.err.find(c.message) != std::string::npos);
+        CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+    }
+}
+
+TEST_CASE("cli: probes lists a binary's USDT probes", "[cli]")
+{
+    Run run = run_cli("probes /usr/bin/python3.11");
+    CHECK(run.status == 0);
+    auto lines = run.lines();
+    REQUIRE(lines.size() >= 2);
+    CHECK(lines[0].find("PROBE") == 0);
+    CHECK(count_containing(lines, "python:audit ") == 1);
+    CHECK(count_containing(lines, "python:gc__start ") == 1);
+}

@@ -1,0 +1,112 @@
+#include "event_format.hpp"
+
+#include <posix_trace/events.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace posixtrace::cli {
+namespace {
+
+bool is_usdt(const posix_trace_event_info &info)
+{
+    return info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST;
+}
+
+std::string hex(const unsigned char *data, size_t length)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string text;
+    text.reserve(2 * length);
+    for (size_t i = 0; i < length; ++i) {
+        text += digits[data[i] >> 4];
+        text += digits[data[i] & 15];
+    }
+    return text;
+}
+
+std::string usdt_args(const unsigned char *data, size_t length, const char *separator)
+{
+    std::string text;
+    for (size_t offset = 0; offset + 8 <= length; offset += 8) {
+        int64_t value;
+        std::memcpy(&value, data + offset, sizeof value);
+        if (offset)
+            text += separator;
+        text += std::to_string(value);
+    }
+    return text;
+}
+
+const char *truncation(int status)
+{
+    switch (status) {
+    case POSIX_TRACE_TRUNCATED_RECORD:
+        return "record";
+    case POSIX_TRACE_TRUNCATED_READ:
+        return "read";
+    default:
+        return "none";
+    }
+}
+
+std::string json_string(const std::string &text)
+{
+    std::string quoted = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            quoted += '\\';
+            quoted += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char escape[8];
+            std::snprintf(escape, sizeof escape, "\\u%04x", c);
+            quoted += escape;
+        } else {
+            quoted += c;
+        }
+    }
+    return quoted + "\"";
+}
+
+uint64_t nanoseconds(const timespec &ts) { return uint64_t(ts.tv_sec) * 1000000000u + ts.tv_nsec; }
+
+} // namespace
+
+std::string format_text(const posix_trace_event_info &info, const std::string &name,
+                        const unsigned char *data, size_t length)
+{
+    char head[128];
+    std::snprintf(head, sizeof head, "%ld.%09ld %7d %7d %-28s ", long(info.posix_timestamp.tv_sec),
+                  info.posix_timestamp.tv_nsec, int(info.posix_pid), int(info.posix_tid),
+                  name.c_str());
+    std::string line = head;
+    if (is_usdt(info))
+        line += "args=[" + usdt_args(data, length, ", ") + "]";
+    else if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
+        posix_trace_overflow_data overflow;
+        std::memcpy(&overflow, data, sizeof overflow);
+        line += "lost=" + std::to_string(overflow.lost);
+    } else if (length)
+        line += "data=" + hex(data, length);
+    if (info.posix_truncation_status != POSIX_TRACE_NOT_TRUNCATED)
+        line += std::string(" truncated=") + truncation(info.posix_truncation_status);
+    return line;
+}
+
+std::string format_json(const posix_trace_event_info &info, const std::string &name,
+                        const unsigned char *data, size_t length)
+{
+    std::string json = "{\"ts_ns\":" + std::to_string(nanoseconds(info.posix_timestamp)) +
+                       ",\"pid\":" + std::to_string(info.posix_pid) +
+                       ",\"tid\":" + std::to_string(info.posix_tid) +
+                       ",\"event\":" + json_string(name) +
+                       ",\"id\":" + std::to_string(info.posix_event_id) +
+                       ",\"data_hex\":\"" + hex(data, length) + "\"" +
+                       ",\"truncated\":\"" + truncation(info.posix_truncation_status) + "\"";
+    if (is_usdt(info))
+        json += ",\"args\":[" + usdt_args(data, length, ",") + "]";
+    return json + "}";
+}
+
+} // namespace posixtrace::cli

@@ -1,0 +1,307 @@
+// posixtrace record: traces a running process or a command it starts, and
+// prints its events live. Built on the public API only.
+#include "record_command.hpp"
+
+#include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "event_format.hpp"
+
+namespace posixtrace::cli {
+namespace {
+
+struct RecordOptions {
+    pid_t pid = 0;
+    std::vector<std::string> command;
+    std::string output;
+    std::string events = "user,usdt,td:create,td:death,system";
+    bool inherit = false;
+    double duration = 0;
+    bool json = false;
+};
+
+// What --events asks for.
+struct EventSelection {
+    bool user = false;
+    bool system = false;
+    std::vector<std::string> usdt; // "*" or "PROVIDER:NAME"
+    bool thread_events = false;
+};
+
+volatile sig_atomic_t interrupted = 0;
+
+[[noreturn]] void fail(const std::string &message, int status = 1)
+{
+    std::fprintf(stderr, "posixtrace: %s\n", message.c_str());
+    throw CLI::RuntimeError(status);
+}
+
+EventSelection parse_events(const std::string &list)
+{
+    EventSelection selection;
+    std::stringstream items(list);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        if (item == "user")
+            selection.user = true;
+        else if (item == "system")
+            selection.system = true;
+        else if (item == "usdt")
+            selection.usdt.push_back("*");
+        else if (item.rfind("usdt:", 0) == 0 && item.find(':', 5) != std::string::npos)
+            selection.usdt.push_back(item.substr(5));
+        else if (item == "td" || item.rfind("td:", 0) == 0)
+            selection.thread_events = true;
+        else
+            fail("unknown event class '" + item + "' in --events (user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system)");
+    }
+    return selection;
+}
+
+// Starts the command stopped at its exec, before its first instruction.
+pid_t start_stopped(const std::vector<std::string> &command)
+{
+    pid_t child = fork();
+    if (child < 0)
+        fail(std::string("fork: ") + std::strerror(errno));
+    if (child == 0) {
+        ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+        std::vector<char *> argv;
+        for (const auto &word : command)
+            argv.push_back(const_cast<char *>(word.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "posixtrace: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
+        throw CLI::RuntimeError(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+    return child;
+}
+
+std::string create_error(int err, pid_t pid)
+{
+    switch (err) {
+    case ESRCH:
+        return "no process " + std::to_string(pid);
+    case EPERM:
+        return "tracing needs root, or CAP_BPF and CAP_PERFMON";
+    case EAGAIN:
+        return "too many trace streams on this system (TRACE_SYS_MAX)";
+    default:
+        return std::string("cannot trace: ") + std::strerror(err);
+    }
+}
+
+void apply_selection(trace_id_t trid, const EventSelection &selection)
+{
+    for (const auto &spec : selection.usdt) {
+        size_t attached = 0;
+        int err = posix_trace_usdt_attach(trid, spec.c_str(), &attached);
+        if (err == ENOENT && spec == "*")
+            continue; // no probes at all: fine for the default
+        if (err == ENOENT)
+            fail("no USDT probe " + spec + " in the traced process (see: posixtrace probes -p PID)");
+        if (err)
+            fail("cannot attach USDT probes " + spec + ": " + std::strerror(err));
+    }
+    // What --events leaves out is filtered in the kernel.
+    trace_event_set_t filtered;
+    posix_trace_eventset_empty(&filtered);
+    if (!selection.system)
+        for (trace_event_id_t id = 0; id < POSIX_TRACE_SYSTEM_EVENT_COUNT; ++id)
+            posix_trace_eventset_add(id, &filtered);
+    if (!selection.user)
+        for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST; ++id)
+            posix_trace_eventset_add(id, &filtered);
+    posix_trace_set_filter(trid, &filtered, POSIX_TRACE_SET_EVENTSET);
+}
+
+// The command started for tracing is killed if recording cannot begin.
+class ChildGuard {
+public:
+    explicit ChildGuard(pid_t pid) : pid_(pid) {}
+    ~ChildGuard()
+    {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+    }
+    void release() { pid_ = 0; }
+
+private:
+    pid_t pid_;
+};
+
+void check_traceable(pid_t pid)
+{
+    char exe[64];
+    std::string link = "/proc/" + std::to_string(pid) + "/exe";
+    if (readlink(link.c_str(), exe, sizeof exe) >= 0 || errno != ENOENT)
+        return;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        fail("no process " + std::to_string(pid));
+    fail("process " + std::to_string(pid) + " is a kernel thread: it has no user code to trace");
+}
+
+bool target_ended(pid_t pid, bool own_child, int &exit_status)
+{
+    if (own_child) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            return true;
+        }
+        return false;
+    }
+    return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+struct Totals {
+    uint64_t events = 0;
+    uint64_t lost = 0;
+};
+
+// Reads one event (waiting up to 100 ms) and prints it; false when none came.
+bool print_next(trace_id_t trid, bool json, Totals &totals)
+{
+    posix_trace_event_info info;
+    unsigned char data[8192];
+    size_t length = 0;
+    int unavailable = 0;
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += 100'000'000;
+    if (deadline.tv_nsec >= 1'000'000'000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1'000'000'000;
+    }
+    int err = posix_trace_timedgetnext_event(trid, &info, data, sizeof data, &length, &unavailable,
+                                             &deadline);
+    if (err || unavailable)
+        return false;
+    char name[TRACE_EVENT_NAME_MAX];
+    std::string event_name = posix_trace_eventid_get_name(trid, info.posix_event_id, name) == 0
+                                 ? name
+                                 : "user#" + std::to_string(info.posix_event_id);
+    if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
+        posix_trace_overflow_data overflow;
+        std::memcpy(&overflow, data, sizeof overflow);
+        totals.lost += overflow.lost;
+    } else {
+        ++totals.events;
+    }
+    std::string line = json ? format_json(info, event_name, data, length)
+                            : format_text(info, event_name, data, length);
+    std::fputs((line + "\n").c_str(), stdout);
+    return true;
+}
+
+int run(const RecordOptions &options)
+{
+    if (!options.output.empty())
+        fail("-o: trace logs are not implemented yet; events are printed live without -o");
+    if ((options.pid != 0) == !options.command.empty())
+        fail("give -p PID or -- COMMAND [ARGS...]");
+    EventSelection selection = parse_events(options.events);
+    if (selection.thread_events && options.events != RecordOptions{}.events)
+        std::fprintf(stderr, "posixtrace: thread events (td) are not available yet; ignored\n");
+    if (options.inherit)
+        std::fprintf(stderr, "posixtrace: --inherit is not available yet; children are not traced\n");
+
+    bool own_child = !options.command.empty();
+    if (!own_child)
+        check_traceable(options.pid);
+    pid_t pid = own_child ? start_stopped(options.command) : options.pid;
+    ChildGuard child_guard(own_child ? pid : 0);
+    trace_attr_t attr;
+    posix_trace_attr_init(&attr);
+    posix_trace_attr_setmaxdatasize(&attr, 8192);
+    trace_id_t trid;
+    if (int err = posix_trace_create(pid, &attr, &trid))
+        fail(create_error(err, pid));
+    struct StreamGuard {
+        trace_id_t trid;
+        ~StreamGuard() { posix_trace_shutdown(trid); } // EINVAL once shut down: harmless
+    } stream_guard{trid};
+    apply_selection(trid, selection);
+
+    struct sigaction on_signal{};
+    on_signal.sa_handler = [](int) { interrupted = 1; };
+    sigaction(SIGINT, &on_signal, nullptr);
+    sigaction(SIGTERM, &on_signal, nullptr);
+
+    auto begin = std::chrono::steady_clock::now();
+    posix_trace_start(trid);
+    if (own_child) {
+        ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+        child_guard.release();
+    }
+
+    Totals totals;
+    int exit_status = 0;
+    bool ended = false;
+    while (!interrupted && !ended) {
+        print_next(trid, options.json, totals);
+        ended = target_ended(pid, own_child, exit_status);
+        if (options.duration > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.duration)
+            break;
+    }
+    posix_trace_stop(trid);
+    while (print_next(trid, options.json, totals)) {
+    }
+    posix_trace_shutdown(trid);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    std::fflush(stdout);
+    std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s\n", (unsigned long)totals.events,
+                 (unsigned long)totals.lost, seconds);
+    if (own_child && !ended) { // stopped by Ctrl-C or --duration: the command goes on
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return exit_status;
+}
+
+} // namespace
+
+void add_record_command(CLI::App &app)
+{
+    auto options = std::make_shared<RecordOptions>();
+    CLI::App *command = app.add_subcommand(
+        "record", "Trace a running process (-p PID) or a command, printing its events live");
+    command->footer("Examples:\n"
+                    "  posixtrace record -p 1234\n"
+                    "  posixtrace record --events usdt:python:audit -- python3.11 script.py\n"
+                    "  posixtrace record -p 1234 --duration 5 --json");
+    command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
+    command->add_option("-o,--output", options->output, "Write a trace log (not yet available)");
+    command->add_option("--events", options->events,
+                        "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")
+        ->capture_default_str();
+    command->add_flag("--inherit", options->inherit, "Also trace children (not yet available)");
+    command->add_option("--duration", options->duration, "Stop after this many seconds")
+        ->check(CLI::PositiveNumber);
+    command->add_flag("--json", options->json, "One JSON object per event");
+    command->add_option("command", options->command, "Command to run and trace (after --)");
+    command->callback([options] { throw CLI::RuntimeError(run(*options)); });
+}
+
+} // namespace posixtrace::cli
