@@ -48,6 +48,9 @@ volatile __u32 primary_tgid; /* the process the stream was created for */
 volatile __u32 max_data_size;
 volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
 volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered out */
+/* Per USDT event type: 1 + the index of an argument that points to a string
+ * to copy after the arguments, or 0. */
+volatile __u8 usdt_string_arg[PT_USDT_TYPES];
 
 static __always_inline bool event_filtered(__u32 event_id)
 {
@@ -272,6 +275,14 @@ int user_event(struct pt_regs *ctx)
     return 0;
 }
 
+static __always_inline __u8 usdt_string_argument(__u32 event_id)
+{
+    __u64 type = event_id - 2048;
+
+    asm volatile("" : "+r"(type)); /* bound this register, not a copy */
+    return type < PT_USDT_TYPES ? usdt_string_arg[type] : 0;
+}
+
 /* Any USDT probe of a traced process. The stream gives each PROVIDER:NAME an
  * event type id and attaches with it as the BPF cookie; the payload is the
  * probe's arguments, each a little-endian 64-bit value, in order. */
@@ -281,9 +292,10 @@ int usdt_event(struct pt_regs *ctx)
     __u32 state_now = stream_state, zero = 0, event_id, cpu;
     struct pt_cpu_state *state;
     struct pt_record *record;
-    __u64 pid_tgid, wakeup;
+    __u64 pid_tgid, wakeup, data_len;
     void *ring;
     int count;
+    __u8 string_arg;
 
     if (state_now == PT_STREAM_SUSPENDED)
         return 0;
@@ -306,7 +318,8 @@ int usdt_event(struct pt_regs *ctx)
         return 0;
 
     wakeup = wakeup_flag(ring, state, 0);
-    record = bpf_ringbuf_reserve(ring, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8, 0);
+    record = bpf_ringbuf_reserve(
+        ring, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8, 0);
     if (!record) {
         count_lost(state);
         return 0;
@@ -322,12 +335,36 @@ int usdt_event(struct pt_regs *ctx)
         bpf_usdt_arg(ctx, i, &value);
         __builtin_memcpy(record->data + i * 8, &value, 8);
     }
+    data_len = (__u64)count * 8;
+    asm volatile("" : "+r"(data_len)); /* bound this register, not a copy */
+    if (data_len > PT_USDT_MAX_ARGS * 8)
+        data_len = PT_USDT_MAX_ARGS * 8;
+    string_arg = usdt_string_argument(event_id);
+    if (string_arg && string_arg * 8 <= data_len) {
+        /* [arguments][the string, NUL included][argument count: 1 byte] */
+        __u64 pointer, args_len = data_len;
+        long copied;
+
+        __builtin_memcpy(&pointer, record->data + ((string_arg - 1) & 15) * 8, 8);
+        copied = bpf_probe_read_user_str(record->data + data_len, PT_USDT_STRING_MAX,
+                                         (const void *)pointer);
+        if (copied <= 0) {
+            record->data[data_len] = 0; /* unreadable: an empty string */
+            copied = 1;
+        }
+        data_len += copied;
+        asm volatile("" : "+r"(data_len));
+        if (data_len > PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX)
+            data_len = PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX;
+        record->data[data_len] = args_len / 8;
+        data_len += 1;
+    }
     record->thread_id = current_pthread_id();
     record->prog_address = PT_REGS_IP(ctx);
     record->pid = pid_tgid >> 32;
     record->tid = (__u32)pid_tgid;
     record->event_id = event_id;
-    record->data_len = (count > PT_USDT_MAX_ARGS ? PT_USDT_MAX_ARGS : count) * 8;
+    record->data_len = data_len;
     record->lost_before = take_unreported(state);
     record->flags = 0;
     record->cpu = cpu;

@@ -20,6 +20,10 @@
 
 /* Arguments a USDT probe can have (libbpf's BPF_USDT_MAX_ARG_CNT). */
 #define PT_USDT_MAX_ARGS 12
+/* Bytes of a string argument copied in the kernel, its NUL included. */
+#define PT_USDT_STRING_MAX 64
+/* USDT event types a stream can have. */
+#define PT_USDT_TYPES (PT_EVENT_ID_LIMIT - 2048)
 
 /* How many processes one stream may trace at once. */
 #define PT_MAX_TRACED_PROCESSES 4096

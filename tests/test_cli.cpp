@@ -143,3 +143,16 @@ TEST_CASE("cli: probes lists a binary's USDT probes", "[cli]")
     CHECK(count_containing(lines, "python:audit ") == 1);
     CHECK(count_containing(lines, "python:gc__start ") == 1);
 }
+
+TEST_CASE("cli: record --usdt-arg-str decodes python:audit's event name in the kernel", "[cli]")
+{
+    Run run = run_cli(std::string("record --events usdt:python:audit --usdt-arg-str python:audit:0 "
+                                  "-- /usr/bin/python3.11 -c ") + kAuditScript);
+    CHECK(run.status == 3);
+    // Every one of the script's 1,000 events, none missed, none extra.
+    CHECK(count_containing(run.lines(), "str=\"posixtrace.test\"") == 1000);
+
+    Run bad = run_cli("record --events usdt:python:audit --usdt-arg-str python:audit -- /bin/true");
+    CHECK(bad.status == 1);
+    CHECK(bad.err.find("PROVIDER:NAME:INDEX") != std::string::npos);
+}

@@ -180,3 +180,45 @@ TEST_CASE("usdt: attach errors", "[usdt]")
     CHECK(posix_trace_usdt_attach(trid, "python:audit", &attached) == ESRCH);
     REQUIRE(posix_trace_shutdown(trid) == 0);
 }
+
+TEST_CASE("usdt: a string argument decoded in the kernel", "[usdt]")
+{
+    trace_id_t trid;
+    {
+        PythonWorkload python;
+        REQUIRE(posix_trace_create(python.pid(), nullptr, &trid) == 0);
+        CHECK(posix_trace_usdt_decode_string(trid, "python:audit", 0) == ENOENT); // not attached
+        REQUIRE(posix_trace_usdt_attach(trid, "python:audit", nullptr) == 0);
+        CHECK(posix_trace_usdt_decode_string(trid, "python:audit", 12) == EINVAL);
+        CHECK(posix_trace_usdt_decode_string(trid, nullptr, 0) == EINVAL);
+        CHECK(posix_trace_usdt_decode_string(-1, "python:audit", 0) == EINVAL);
+        REQUIRE(posix_trace_usdt_decode_string(trid, "python:audit", 0) == 0);
+        REQUIRE(posix_trace_start(trid) == 0);
+        python.run_and_wait();
+        REQUIRE(posix_trace_stop(trid) == 0);
+    } // the process is gone: the strings can only come from the records
+
+    int ours = 0, audits = 0;
+    for (;;) {
+        posix_trace_event_info info;
+        unsigned char data[256];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        if (unavailable)
+            break;
+        if (info.posix_event_id < POSIX_TRACE_USDT_EVENT_FIRST)
+            continue;
+        ++audits;
+        // [2 arguments][string + NUL][argument count]
+        REQUIRE(len >= 16 + 1 + 1);
+        CHECK(data[len - 1] == 2);
+        CHECK(data[len - 2] == '\0');
+        std::string text(reinterpret_cast<const char *>(data + 16));
+        CHECK(text.size() == len - 16 - 2);
+        ours += text == "posixtrace.test";
+    }
+    CHECK(audits >= 1000);
+    CHECK(ours == 1000);
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}

@@ -25,6 +25,15 @@ extern "C" {
  * matches); ESRCH (the process is gone); ENOSPC (no event type ids left). */
 int posix_trace_usdt_attach(trace_id_t trid, const char *probes, size_t *attached);
 
+/* Asks the kernel to copy, at each hit of the attached probe `probe`
+ * ("PROVIDER:NAME"), the NUL-terminated string its argument `index` (from 0)
+ * points to, up to POSIX_TRACE_USDT_STRING_MAX bytes with the NUL. The data
+ * of such an event is then: the arguments (8 bytes each), the string with
+ * its NUL, and one byte holding the number of arguments. Returns 0; EINVAL
+ * (bad trid, NULL probe, index >= 12); ENOENT (probe not attached). */
+#define POSIX_TRACE_USDT_STRING_MAX 64
+int posix_trace_usdt_decode_string(trace_id_t trid, const char *probe, unsigned index);
+
 #ifdef __cplusplus
 }
 #endif

@@ -69,20 +69,38 @@ std::string json_string(const std::string &text)
     return quoted + "\"";
 }
 
+// Splits [arguments][string NUL][count] into the arguments' length and the
+// string; false when the data does not have that shape.
+bool split_string(const unsigned char *data, size_t length, size_t &args_length, std::string &text)
+{
+    if (length < 2 || data[length - 2] != '\0')
+        return false;
+    args_length = size_t(data[length - 1]) * 8;
+    if (args_length + 2 > length)
+        return false;
+    text.assign(reinterpret_cast<const char *>(data + args_length));
+    return text.size() == length - args_length - 2;
+}
+
 uint64_t nanoseconds(const timespec &ts) { return uint64_t(ts.tv_sec) * 1000000000u + ts.tv_nsec; }
 
 } // namespace
 
 std::string format_text(const posix_trace_event_info &info, const std::string &name,
-                        const unsigned char *data, size_t length)
+                        const unsigned char *data, size_t length, bool with_string)
 {
+    size_t args_length = length;
+    std::string text;
+    bool has_text = with_string && split_string(data, length, args_length, text);
     char head[128];
     std::snprintf(head, sizeof head, "%ld.%09ld %7d %7d %-28s ", long(info.posix_timestamp.tv_sec),
                   info.posix_timestamp.tv_nsec, int(info.posix_pid), int(info.posix_tid),
                   name.c_str());
     std::string line = head;
     if (is_usdt(info))
-        line += "args=[" + usdt_args(data, length, ", ") + "]";
+        line += "args=[" + usdt_args(data, args_length, ", ") + "]";
+    if (has_text)
+        line += " str=" + json_string(text);
     else if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
@@ -95,8 +113,11 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
 }
 
 std::string format_json(const posix_trace_event_info &info, const std::string &name,
-                        const unsigned char *data, size_t length)
+                        const unsigned char *data, size_t length, bool with_string)
 {
+    size_t args_length = length;
+    std::string text;
+    bool has_text = with_string && split_string(data, length, args_length, text);
     std::string json = "{\"ts_ns\":" + std::to_string(nanoseconds(info.posix_timestamp)) +
                        ",\"pid\":" + std::to_string(info.posix_pid) +
                        ",\"tid\":" + std::to_string(info.posix_tid) +
@@ -105,7 +126,9 @@ std::string format_json(const posix_trace_event_info &info, const std::string &n
                        ",\"data_hex\":\"" + hex(data, length) + "\"" +
                        ",\"truncated\":\"" + truncation(info.posix_truncation_status) + "\"";
     if (is_usdt(info))
-        json += ",\"args\":[" + usdt_args(data, length, ",") + "]";
+        json += ",\"args\":[" + usdt_args(data, args_length, ",") + "]";
+    if (has_text)
+        json += ",\"str\":" + json_string(text);
     return json + "}";
 }
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct RecordOptions {
     bool inherit = false;
     double duration = 0;
     bool json = false;
+    std::vector<std::string> usdt_strings; // PROVIDER:NAME:INDEX
 };
 
 // What --events asks for.
@@ -160,6 +162,45 @@ void check_traceable(pid_t pid)
     fail("process " + std::to_string(pid) + " is a kernel thread: it has no user code to trace");
 }
 
+trace_event_id_t event_id_named(trace_id_t trid, const std::string &wanted)
+{
+    posix_trace_eventtypelist_rewind(trid);
+    for (;;) {
+        trace_event_id_t id;
+        int unavailable = 1;
+        char name[TRACE_EVENT_NAME_MAX];
+        if (posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) != 0 || unavailable)
+            return 0;
+        if (posix_trace_eventid_get_name(trid, id, name) == 0 && wanted == name)
+            return id;
+    }
+}
+
+// --usdt-arg-str PROVIDER:NAME:INDEX: the ids whose records carry a string.
+std::set<trace_event_id_t> decode_strings(trace_id_t trid, const std::vector<std::string> &specs)
+{
+    std::set<trace_event_id_t> ids;
+    for (const auto &spec : specs) {
+        auto colon = spec.rfind(':');
+        unsigned index = 0;
+        std::string probe = colon == std::string::npos ? "" : spec.substr(0, colon);
+        try {
+            index = unsigned(std::stoul(spec.substr(colon + 1)));
+        } catch (...) {
+            probe.clear();
+        }
+        if (probe.find(':') == std::string::npos)
+            fail("--usdt-arg-str takes PROVIDER:NAME:INDEX, not '" + spec + "'");
+        int err = posix_trace_usdt_decode_string(trid, probe.c_str(), index);
+        if (err == ENOENT)
+            fail("--usdt-arg-str: " + probe + " is not traced (add usdt:" + probe + " to --events)");
+        if (err)
+            fail("--usdt-arg-str: argument index " + std::to_string(index) + " is out of range (0-11)");
+        ids.insert(event_id_named(trid, probe));
+    }
+    return ids;
+}
+
 bool target_ended(pid_t pid, bool own_child, int &exit_status)
 {
     if (own_child) {
@@ -179,7 +220,8 @@ struct Totals {
 };
 
 // Reads one event (waiting up to 100 ms) and prints it; false when none came.
-bool print_next(trace_id_t trid, bool json, Totals &totals)
+bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &with_string,
+                Totals &totals)
 {
     posix_trace_event_info info;
     unsigned char data[8192];
@@ -207,8 +249,9 @@ bool print_next(trace_id_t trid, bool json, Totals &totals)
     } else {
         ++totals.events;
     }
-    std::string line = json ? format_json(info, event_name, data, length)
-                            : format_text(info, event_name, data, length);
+    bool string = with_string.count(info.posix_event_id) != 0;
+    std::string line = json ? format_json(info, event_name, data, length, string)
+                            : format_text(info, event_name, data, length, string);
     std::fputs((line + "\n").c_str(), stdout);
     return true;
 }
@@ -241,6 +284,7 @@ int run(const RecordOptions &options)
         ~StreamGuard() { posix_trace_shutdown(trid); } // EINVAL once shut down: harmless
     } stream_guard{trid};
     apply_selection(trid, selection);
+    std::set<trace_event_id_t> with_string = decode_strings(trid, options.usdt_strings);
 
     struct sigaction on_signal{};
     on_signal.sa_handler = [](int) { interrupted = 1; };
@@ -258,14 +302,14 @@ int run(const RecordOptions &options)
     int exit_status = 0;
     bool ended = false;
     while (!interrupted && !ended) {
-        print_next(trid, options.json, totals);
+        print_next(trid, options.json, with_string, totals);
         ended = target_ended(pid, own_child, exit_status);
         if (options.duration > 0 &&
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.duration)
             break;
     }
     posix_trace_stop(trid);
-    while (print_next(trid, options.json, totals)) {
+    while (print_next(trid, options.json, with_string, totals)) {
     }
     posix_trace_shutdown(trid);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -289,7 +333,8 @@ void add_record_command(CLI::App &app)
         "record", "Trace a running process (-p PID) or a command, printing its events live");
     command->footer("Examples:\n"
                     "  posixtrace record -p 1234\n"
-                    "  posixtrace record --events usdt:python:audit -- python3.11 script.py\n"
+                    "  posixtrace record --events usdt:python:audit --usdt-arg-str python:audit:0 \\\n"
+                    "      -- python3.11 script.py\n"
                     "  posixtrace record -p 1234 --duration 5 --json");
     command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
     command->add_option("-o,--output", options->output, "Write a trace log (not yet available)");
@@ -300,6 +345,8 @@ void add_record_command(CLI::App &app)
     command->add_option("--duration", options->duration, "Stop after this many seconds")
         ->check(CLI::PositiveNumber);
     command->add_flag("--json", options->json, "One JSON object per event");
+    command->add_option("--usdt-arg-str", options->usdt_strings,
+                        "PROVIDER:NAME:INDEX: decode that argument as a string, in the kernel");
     command->add_option("command", options->command, "Command to run and trace (after --)");
     command->callback([options] { throw CLI::RuntimeError(run(*options)); });
 }

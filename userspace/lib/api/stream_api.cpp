@@ -125,6 +125,15 @@ POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probe
     return err;
 }
 
+POSIXTRACE_EXPORT int posix_trace_usdt_decode_string(trace_id_t trid, const char *probe,
+                                                     unsigned index)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !probe)
+        return EINVAL;
+    return stream->decode_usdt_string(probe, index);
+}
+
 POSIXTRACE_EXPORT int posix_trace_set_filter(trace_id_t trid, const trace_event_set_t *set, int how)
 {
     auto stream = stream_of(trid);

@@ -134,6 +134,14 @@ int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
     return 0;
 }
 
+void KernelProgram::set_usdt_string_argument(trace_event_id_t event_id,
+                                             std::optional<unsigned> index)
+{
+    uint8_t value = index ? uint8_t(*index + 1) : 0;
+    __atomic_store_n(&skeleton_->bss->usdt_string_arg[event_id - POSIX_TRACE_USDT_EVENT_FIRST], value,
+                     __ATOMIC_RELAXED);
+}
+
 void KernelProgram::set_state(pt_stream_state state)
 {
     __atomic_store_n(&skeleton_->bss->stream_state, uint32_t(state), __ATOMIC_SEQ_CST);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ public:
     // its records carry `event_id`.
     int attach_usdt_probe(pid_t pid, const std::string &binary, const std::string &provider,
                           const std::string &name, trace_event_id_t event_id);
+
+    // Argument `index` of USDT event type `event_id` points to a string the
+    // kernel copies into the record (nullopt: none).
+    void set_usdt_string_argument(trace_event_id_t event_id, std::optional<unsigned> index);
 
     void set_state(pt_stream_state state);
     void set_filter(const trace_event_set_t &filtered);

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <posix_trace/usdt.h>
+
 #include "events/event_names.hpp"
 #include "events/event_set.hpp"
 #include "usdt/usdt_notes.hpp"
@@ -721,6 +723,20 @@ int Stream::attach_usdt(const std::string &spec, size_t &attached)
         }
     }
     return matched ? 0 : ENOENT;
+}
+
+static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
+
+int Stream::decode_usdt_string(const std::string &probe, unsigned index)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_ || index >= PT_USDT_MAX_ARGS)
+        return EINVAL;
+    auto found = usdt_ids_.find(probe);
+    if (found == usdt_ids_.end())
+        return ENOENT;
+    kernel_->set_usdt_string_argument(found->second, index);
+    return 0;
 }
 
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const

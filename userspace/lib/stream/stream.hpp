@@ -68,6 +68,10 @@ public:
     // 0, ENOENT (no such probe), ESRCH (process gone), ENOSPC (no ids left).
     int attach_usdt(const std::string &spec, size_t &attached);
 
+    // The kernel copies the string argument `index` of PROVIDER:NAME into
+    // each of its records. 0, ENOENT (not attached), EINVAL (index).
+    int decode_usdt_string(const std::string &probe, unsigned index);
+
     std::optional<std::string> event_name(trace_event_id_t id) const;
     int open_event_type(const char *name, trace_event_id_t &id);
     void next_event_type(trace_event_id_t &id, int &unavailable);
