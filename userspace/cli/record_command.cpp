@@ -176,27 +176,39 @@ trace_event_id_t event_id_named(trace_id_t trid, const std::string &wanted)
     }
 }
 
-// --usdt-arg-str PROVIDER:NAME:INDEX: the ids whose records carry a string.
-std::set<trace_event_id_t> decode_strings(trace_id_t trid, const std::vector<std::string> &specs)
+struct StringArgument {
+    std::string probe; // PROVIDER:NAME
+    unsigned index;
+};
+
+// --usdt-arg-str PROVIDER:NAME:INDEX, checked before anything starts.
+std::vector<StringArgument> parse_string_arguments(const std::vector<std::string> &specs)
 {
-    std::set<trace_event_id_t> ids;
+    std::vector<StringArgument> parsed;
     for (const auto &spec : specs) {
         auto colon = spec.rfind(':');
-        unsigned index = 0;
         std::string probe = colon == std::string::npos ? "" : spec.substr(0, colon);
-        try {
-            index = unsigned(std::stoul(spec.substr(colon + 1)));
-        } catch (...) {
-            probe.clear();
-        }
-        if (probe.find(':') == std::string::npos)
-            fail("--usdt-arg-str takes PROVIDER:NAME:INDEX, not '" + spec + "'");
-        int err = posix_trace_usdt_decode_string(trid, probe.c_str(), index);
+        std::string index = colon == std::string::npos ? "" : spec.substr(colon + 1);
+        if (probe.find(':') == std::string::npos || index.empty() || index.size() > 2 ||
+            index.find_first_not_of("0123456789") != std::string::npos || std::stoul(index) > 11)
+            fail("--usdt-arg-str takes PROVIDER:NAME:INDEX with INDEX 0-11, not '" + spec + "'");
+        parsed.push_back({probe, unsigned(std::stoul(index))});
+    }
+    return parsed;
+}
+
+// The ids whose records carry a decoded string.
+std::set<trace_event_id_t> decode_strings(trace_id_t trid, const std::vector<StringArgument> &arguments)
+{
+    std::set<trace_event_id_t> ids;
+    for (const auto &argument : arguments) {
+        int err = posix_trace_usdt_decode_string(trid, argument.probe.c_str(), argument.index);
         if (err == ENOENT)
-            fail("--usdt-arg-str: " + probe + " is not traced (add usdt:" + probe + " to --events)");
+            fail("--usdt-arg-str: " + argument.probe + " is not traced (add usdt:" + argument.probe +
+                 " to --events)");
         if (err)
-            fail("--usdt-arg-str: argument index " + std::to_string(index) + " is out of range (0-11)");
-        ids.insert(event_id_named(trid, probe));
+            fail("--usdt-arg-str: " + std::string(std::strerror(err)));
+        ids.insert(event_id_named(trid, argument.probe));
     }
     return ids;
 }
@@ -263,6 +275,7 @@ int run(const RecordOptions &options)
     if ((options.pid != 0) == !options.command.empty())
         fail("give -p PID or -- COMMAND [ARGS...]");
     EventSelection selection = parse_events(options.events);
+    std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
     if (selection.thread_events && options.events != RecordOptions{}.events)
         std::fprintf(stderr, "posixtrace: thread events (td) are not available yet; ignored\n");
     if (options.inherit)
@@ -284,7 +297,7 @@ int run(const RecordOptions &options)
         ~StreamGuard() { posix_trace_shutdown(trid); } // EINVAL once shut down: harmless
     } stream_guard{trid};
     apply_selection(trid, selection);
-    std::set<trace_event_id_t> with_string = decode_strings(trid, options.usdt_strings);
+    std::set<trace_event_id_t> with_string = decode_strings(trid, string_arguments);
 
     struct sigaction on_signal{};
     on_signal.sa_handler = [](int) { interrupted = 1; };
@@ -346,7 +359,8 @@ void add_record_command(CLI::App &app)
         ->check(CLI::PositiveNumber);
     command->add_flag("--json", options->json, "One JSON object per event");
     command->add_option("--usdt-arg-str", options->usdt_strings,
-                        "PROVIDER:NAME:INDEX: decode that argument as a string, in the kernel");
+                        "PROVIDER:NAME:INDEX: decode that argument as a string, in the kernel")
+        ->allow_extra_args(false); // one value per use: "--" must end the options
     command->add_option("command", options->command, "Command to run and trace (after --)");
     command->callback([options] { throw CLI::RuntimeError(run(*options)); });
 }
