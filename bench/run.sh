@@ -64,3 +64,4 @@ collect "bpftrace: 64 bytes to its output (printf %r buf)" \
 echo
 echo "sustained delivery, 2 emitting threads x $events events, default stream size (8 MiB):"
 "$bin" sustained "$events"
+echo; bench/python_audit.sh "$build"

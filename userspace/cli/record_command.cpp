@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -45,6 +46,7 @@ struct EventSelection {
 };
 
 volatile sig_atomic_t interrupted = 0;
+constexpr size_t kRecordStreamBytes = 64u << 20;
 
 [[noreturn]] void fail(const std::string &message, int status = 1)
 {
@@ -231,9 +233,30 @@ struct Totals {
     uint64_t lost = 0;
 };
 
+// Event type names, looked up once per type.
+class EventNames {
+public:
+    explicit EventNames(trace_id_t trid) : trid_(trid) {}
+    const std::string &of(trace_event_id_t id)
+    {
+        auto found = names_.find(id);
+        if (found != names_.end())
+            return found->second;
+        char name[TRACE_EVENT_NAME_MAX];
+        std::string text = posix_trace_eventid_get_name(trid_, id, name) == 0
+                               ? name
+                               : "user#" + std::to_string(id); // registered by the target
+        return names_.emplace(id, std::move(text)).first->second;
+    }
+
+private:
+    trace_id_t trid_;
+    std::map<trace_event_id_t, std::string> names_;
+};
+
 // Reads one event (waiting up to 100 ms) and prints it; false when none came.
 bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &with_string,
-                Totals &totals)
+                EventNames &names, Totals &totals)
 {
     posix_trace_event_info info;
     unsigned char data[8192];
@@ -250,10 +273,7 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
                                              &deadline);
     if (err || unavailable)
         return false;
-    char name[TRACE_EVENT_NAME_MAX];
-    std::string event_name = posix_trace_eventid_get_name(trid, info.posix_event_id, name) == 0
-                                 ? name
-                                 : "user#" + std::to_string(info.posix_event_id);
+    const std::string &event_name = names.of(info.posix_event_id);
     if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
@@ -264,7 +284,8 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
     bool string = with_string.count(info.posix_event_id) != 0;
     std::string line = json ? format_json(info, event_name, data, length, string)
                             : format_text(info, event_name, data, length, string);
-    std::fputs((line + "\n").c_str(), stdout);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
     return true;
 }
 
@@ -289,6 +310,9 @@ int run(const RecordOptions &options)
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
     posix_trace_attr_setmaxdatasize(&attr, 8192);
+    // Room for bursts while the output catches up (a terminal or a pipe
+    // prints slower than a probe fires).
+    posix_trace_attr_setstreamsize(&attr, kRecordStreamBytes);
     trace_id_t trid;
     if (int err = posix_trace_create(pid, &attr, &trid))
         fail(create_error(err, pid));
@@ -304,6 +328,8 @@ int run(const RecordOptions &options)
     sigaction(SIGINT, &on_signal, nullptr);
     sigaction(SIGTERM, &on_signal, nullptr);
 
+    static char output_buffer[1 << 20];
+    std::setvbuf(stdout, output_buffer, _IOFBF, sizeof output_buffer);
     auto begin = std::chrono::steady_clock::now();
     posix_trace_start(trid);
     if (own_child) {
@@ -312,17 +338,18 @@ int run(const RecordOptions &options)
     }
 
     Totals totals;
+    EventNames names(trid);
     int exit_status = 0;
     bool ended = false;
     while (!interrupted && !ended) {
-        print_next(trid, options.json, with_string, totals);
+        print_next(trid, options.json, with_string, names, totals);
         ended = target_ended(pid, own_child, exit_status);
         if (options.duration > 0 &&
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.duration)
             break;
     }
     posix_trace_stop(trid);
-    while (print_next(trid, options.json, with_string, totals)) {
+    while (print_next(trid, options.json, with_string, names, totals)) {
     }
     posix_trace_shutdown(trid);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
