@@ -77,13 +77,4 @@ void RingReader::advance()
 
 void RingReader::commit() { __atomic_store_n(consumer_pos_, position_, __ATOMIC_RELEASE); }
 
-void RingReader::discard_all()
-{
-    // Stops at a record still being written: skipping it would hand the
-    // kernel back memory it is writing.
-    while (peek())
-        advance();
-    commit();
-}
-
 } // namespace posixtrace

@@ -25,8 +25,6 @@ public:
     void advance();
     // Publishes what was consumed so the kernel can reuse the space.
     void commit();
-    // Drops everything committed so far.
-    void discard_all();
 
 private:
     size_t ring_bytes_;

@@ -121,11 +121,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
     if (!buffer_->valid())
         return ENOMEM;
     for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
-        rings_.emplace_back(kernel_->ring_fd(cpu), kernel_->ring_bytes());
-        if (!rings_.back().mapped())
+        merger_.add_ring(RingReader(kernel_->ring_fd(cpu), kernel_->ring_bytes()));
+        if (!merger_.ready())
             return ENOMEM;
     }
-    ring_floor_ns_.assign(rings_.size(), 0);
 
     readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -253,8 +252,7 @@ int Stream::clear()
     std::unique_lock lock(mutex_);
     if (shut_down_)
         return EINVAL;
-    for (auto &ring : rings_)
-        ring.discard_all();
+    merger_.discard_all();
     kernel_->take_unreported_losses();
     pending_system_.clear();
     buffer_->clear();
@@ -291,7 +289,7 @@ void Stream::shutdown()
         drain_.join();
     }
     std::lock_guard lock(mutex_);
-    rings_.clear();
+    merger_ = RingMerger();
     kernel_.reset();
     buffer_.reset();
     pending_system_.clear();
@@ -385,60 +383,14 @@ void Stream::drain_loop(std::stop_token stop)
     }
 }
 
-// Merges the rings and the queued system events in timestamp order, up to
-// the watermark: a heap holds the head of every source. A ring whose oldest
-// record is still being written lowers the watermark to the latest time
-// that record is known to be younger than (ring_floor_ns_).
 void Stream::drain_pass_locked(uint64_t watermark_ns)
 {
-    const uint64_t pass_start_ns = monotonic_now();
+    uint64_t pass_start_ns = monotonic_now();
     realtime_offset_ns_ = realtime_minus_monotonic();
-    const size_t system_source = rings_.size();
-    struct Head {
-        uint64_t timestamp_ns;
-        size_t source;
-        bool operator>(const Head &other) const { return timestamp_ns > other.timestamp_ns; }
-    };
-    std::vector<Head> heap;
-    heap.reserve(rings_.size() + 1);
-    auto push_head = [&](size_t source) {
-        const pt_record *head = nullptr;
-        if (source == system_source) {
-            head = pending_system_.empty() ? nullptr : &pending_system_.front().header;
-        } else {
-            bool busy;
-            head = rings_[source].peek(&busy);
-            if (busy)
-                watermark_ns = std::min(watermark_ns, ring_floor_ns_[source]);
-            else if (!head) // empty now: whatever it gets next is stamped later
-                ring_floor_ns_[source] = std::max(ring_floor_ns_[source], pass_start_ns);
-        }
-        if (head) {
-            heap.push_back({head->timestamp_ns, source});
-            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-        }
-    };
-    for (size_t source = 0; source <= system_source; ++source)
-        push_head(source);
-
-    while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
-        std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-        size_t source = heap.back().source;
-        heap.pop_back();
-        if (source == system_source) {
-            SystemEvent event = std::move(pending_system_.front());
-            pending_system_.pop_front();
-            store_locked(event.header, event.data.data());
-        } else {
-            const pt_record *record = rings_[source].peek();
-            ring_floor_ns_[source] = std::max<uint64_t>(ring_floor_ns_[source], record->timestamp_ns);
-            deliver_locked(*record, record->data);
-            rings_[source].advance();
-        }
-        push_head(source);
-    }
-    for (auto &ring : rings_)
-        ring.commit();
+    merger_.merge(
+        watermark_ns, pass_start_ns, pending_system_,
+        [this](const pt_record &record) { deliver_locked(record, record.data); },
+        [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); });
     update_readable_locked();
 }
 
@@ -538,14 +490,9 @@ void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
     realtime_offset_ns_ = realtime_minus_monotonic();
-    for (auto &ring : rings_) // what the kernel recorded before it saw the stop
-        while (ring.peek()) {
-            ++lost_while_full_;
-            ++counters_.lost_in_stream;
-            ring.advance();
-        }
-    for (auto &ring : rings_)
-        ring.commit();
+    uint64_t recorded_before_stop = merger_.discard_all(); // before the kernel saw the stop
+    lost_while_full_ += recorded_before_stop;
+    counters_.lost_in_stream += recorded_before_stop;
     uint64_t refused = kernel_->refused_while_full() - refused_seen_;
     lost_while_full_ += refused;
     counters_.lost_in_stream += refused;

@@ -17,7 +17,7 @@
 #include "attributes/attributes.hpp"
 #include "kernel/kernel_program.hpp"
 #include "stream/event_buffer.hpp"
-#include "stream/ring_reader.hpp"
+#include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "util/unique_fd.hpp"
 
@@ -84,10 +84,6 @@ private:
         uint64_t timestamp_ns = 0; // realtime
         bool any() const { return in_kernel + in_stream != 0; }
     };
-    struct SystemEvent {
-        std::vector<uint8_t> data;
-        pt_record header; // timestamp in CLOCK_MONOTONIC
-    };
 
     int initialize(pid_t target, const Attributes &attributes);
     void drain_loop(std::stop_token stop);
@@ -116,7 +112,7 @@ private:
     pid_t target_pid_ = 0;
     SystemSlot slot_;
     std::unique_ptr<KernelProgram> kernel_;
-    std::vector<RingReader> rings_;
+    RingMerger merger_;
     std::unique_ptr<EventBuffer> buffer_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread
@@ -142,7 +138,6 @@ private:
     bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
     uint64_t lost_while_full_ = 0;   // UNTIL_FULL refused them
     uint64_t refused_seen_ = 0;      // kernel's refusal count when the stream filled
-    std::vector<uint64_t> ring_floor_ns_; // per ring: its next record is stamped after this
     posix_trace_counters counters_{};
     std::optional<trace_event_id_t> type_cursor_;
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST

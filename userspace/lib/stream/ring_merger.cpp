@@ -1,0 +1,76 @@
+#include "stream/ring_merger.hpp"
+
+#include <algorithm>
+
+namespace posixtrace {
+
+void RingMerger::add_ring(RingReader ring)
+{
+    rings_.push_back(std::move(ring));
+    floors_ns_.push_back(0);
+}
+
+void RingMerger::merge(uint64_t watermark_ns, uint64_t pass_start_ns,
+                       std::deque<SystemEvent> &system, const RingSink &on_record,
+                       const SystemSink &on_system)
+{
+    const size_t system_source = rings_.size();
+    struct Head {
+        uint64_t timestamp_ns;
+        size_t source;
+        bool operator>(const Head &other) const { return timestamp_ns > other.timestamp_ns; }
+    };
+    std::vector<Head> heap;
+    heap.reserve(rings_.size() + 1);
+    auto push_head = [&](size_t source) {
+        const pt_record *head = nullptr;
+        if (source == system_source) {
+            head = system.empty() ? nullptr : &system.front().header;
+        } else {
+            bool busy;
+            head = rings_[source].peek(&busy);
+            if (busy)
+                watermark_ns = std::min(watermark_ns, floors_ns_[source]);
+            else if (!head) // empty now: whatever it gets next is stamped later
+                floors_ns_[source] = std::max(floors_ns_[source], pass_start_ns);
+        }
+        if (head) {
+            heap.push_back({head->timestamp_ns, source});
+            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+        }
+    };
+    for (size_t source = 0; source <= system_source; ++source)
+        push_head(source);
+
+    while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+        size_t source = heap.back().source;
+        heap.pop_back();
+        if (source == system_source) {
+            SystemEvent event = std::move(system.front());
+            system.pop_front();
+            on_system(std::move(event));
+        } else {
+            const pt_record *record = rings_[source].peek();
+            floors_ns_[source] = std::max<uint64_t>(floors_ns_[source], record->timestamp_ns);
+            on_record(*record);
+            rings_[source].advance();
+        }
+        push_head(source);
+    }
+    for (auto &ring : rings_)
+        ring.commit();
+}
+
+uint64_t RingMerger::discard_all()
+{
+    uint64_t dropped = 0;
+    for (auto &ring : rings_) {
+        for (; ring.peek(); ring.advance())
+            ++dropped;
+        ring.commit();
+    }
+    return dropped;
+}
+
+} // namespace posixtrace
