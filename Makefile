@@ -31,6 +31,8 @@ TEST_SRCS    := $(shell find tests -name '*.cpp' | sort)
 TEST_OBJS    := $(TEST_SRCS:%.cpp=$(BUILD)/obj/%.o)
 BENCH_SRCS   := $(wildcard bench/*.cpp)
 BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%)
+HELPER_SRCS  := $(wildcard tests/helpers/*.c)
+HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -80,13 +82,18 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
-$(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS)
+$(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -pthread
 
 $(BUILD)/examples/%: examples/%.c $(SHLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
+
+# Programs the tests trace (linked with the library, unaware of the tracer).
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(SHLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS)
 
 $(BUILD)/bench/%: bench/%.cpp $(SHLIB)
 	@mkdir -p $(@D)

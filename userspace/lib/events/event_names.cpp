@@ -1,9 +1,12 @@
 #include "events/event_names.hpp"
 
+#include "events/user_event_table.hpp"
+
 #include <posix_trace/events.h>
 
 #include <array>
 #include <cerrno>
+#include <cstring>
 
 namespace posixtrace {
 namespace {
@@ -45,6 +48,17 @@ const std::vector<trace_event_id_t> &builtin_event_ids()
     return ids;
 }
 
+} // namespace posixtrace
+
+extern "C" {
+// Zero (in .bss) until the first registration: a reader then sees no magic.
+__attribute__((visibility("default"))) pt_user_event_table posix_trace_user_event_table;
+}
+
+namespace posixtrace {
+
+pt_user_event_table &local_user_event_table() { return ::posix_trace_user_event_table; }
+
 UserEventRegistry &UserEventRegistry::instance()
 {
     static UserEventRegistry registry;
@@ -66,6 +80,15 @@ int UserEventRegistry::open(std::string_view name, trace_event_id_t &id)
         return 0;
     }
     id = POSIX_TRACE_USER_EVENT_FIRST + trace_event_id_t(names_.size());
+    // Published for tracers: the name first, then the count that covers it.
+    pt_user_event_table &table = local_user_event_table();
+    if (names_.empty()) {
+        table.version = kUserEventTableVersion;
+        table.capacity = TRACE_USER_EVENT_MAX;
+        __atomic_store_n(&table.magic, kUserEventTableMagic, __ATOMIC_RELEASE);
+    }
+    std::memcpy(table.names[names_.size()], key.c_str(), key.size() + 1);
+    __atomic_store_n(&table.count, uint32_t(names_.size() + 1), __ATOMIC_RELEASE);
     names_.push_back(key);
     ids_.emplace(std::move(key), id);
     return 0;

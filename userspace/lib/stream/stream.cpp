@@ -55,24 +55,30 @@ bool valid_abstime(const timespec *t)
 
 uint64_t monotonic_now() { return clock_nanos(CLOCK_MONOTONIC); }
 
-// The object mapped in `pid` that holds the posix_trace:event probe: the
-// shared library when the process loaded it, else its executable when that
-// has the probe (linked with libposixtrace.a); empty when neither.
+// The object mapped in `pid` that holds the posix_trace:event probe, as its
+// path in /proc/PID/maps: the shared library when the process loaded it,
+// else its executable when that has the probe (linked with libposixtrace.a);
+// empty when neither.
 std::string user_event_object_of(pid_t pid)
 {
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string proc = "/proc/" + std::to_string(pid);
+    std::ifstream maps(proc + "/maps");
     std::string line;
     while (std::getline(maps, line)) {
         auto slash = line.find('/');
         if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
             return line.substr(slash);
     }
-    std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    char exe[4096];
+    ssize_t length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+    if (length <= 0)
+        return {};
+    std::string path(exe, size_t(length));
     std::vector<UsdtProbe> probes;
-    if (read_usdt_probes(exe, probes) == 0)
+    if (read_usdt_probes(proc + "/root" + path, probes) == 0)
         for (const auto &probe : probes)
             if (probe.provider == "posix_trace" && probe.name == "event")
-                return exe;
+                return path;
     return {};
 }
 
@@ -100,9 +106,13 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
     creator_pid_ = getpid();
     target_pid_ = target;
 
-    std::string binary = target == getpid()
-                             ? object_path_of(reinterpret_cast<void *>(&posix_trace_event))
-                             : user_event_object_of(target);
+    std::string binary;
+    if (target == getpid()) {
+        binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
+    } else if (std::string object = user_event_object_of(target); !object.empty()) {
+        remote_user_names_ = std::make_unique<RemoteUserEventNames>(target, object);
+        binary = "/proc/" + std::to_string(target) + "/root" + object;
+    }
     KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
                                  uint32_t(attributes.max_data_size), {}, {}};
     locate_user_event_arguments(binary, config);
@@ -697,20 +707,33 @@ std::optional<std::string> Stream::event_name(trace_event_id_t id) const
             return usdt_names_[index];
         return std::nullopt;
     }
-    return UserEventRegistry::instance().name_of(id);
+    std::lock_guard lock(mutex_);
+    return remote_user_names_ ? remote_user_names_->name_of(id)
+                              : UserEventRegistry::instance().name_of(id);
 }
 
 int Stream::open_event_type(const char *name, trace_event_id_t &id)
 {
-    return UserEventRegistry::instance().open(name, id);
+    std::lock_guard lock(mutex_);
+    if (!remote_user_names_)
+        return UserEventRegistry::instance().open(name, id);
+    // Another process's ids are its own: a name it has not registered maps
+    // to the unnamed user event.
+    if (std::strlen(name) >= TRACE_EVENT_NAME_MAX)
+        return ENAMETOOLONG;
+    id = POSIX_TRACE_UNNAMED_USEREVENT;
+    for (trace_event_id_t known : remote_user_names_->ids())
+        if (remote_user_names_->name_of(known) == name)
+            id = known;
+    return 0;
 }
 
 void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
 {
     std::vector<trace_event_id_t> ids = builtin_event_ids();
-    auto user = UserEventRegistry::instance().ids();
-    ids.insert(ids.end(), user.begin(), user.end());
     std::lock_guard lock(mutex_);
+    auto user = remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
+    ids.insert(ids.end(), user.begin(), user.end());
     for (size_t i = 0; i < usdt_names_.size(); ++i)
         ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
     auto next = type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "events/remote_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "stream/event_buffer.hpp"
 #include "stream/ring_merger.hpp"
@@ -140,6 +141,7 @@ private:
     uint64_t refused_seen_ = 0;      // kernel's refusal count when the stream filled
     posix_trace_counters counters_{};
     std::optional<trace_event_id_t> type_cursor_;
+    std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
     std::map<std::string, trace_event_id_t> usdt_ids_;
     std::set<std::pair<std::string, std::string>> usdt_attached_; // (object, PROVIDER:NAME)

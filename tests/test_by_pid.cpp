@@ -1,0 +1,125 @@
+// User events of another process, traced by pid: names it registered before
+// and after the tracer attached, read from its published name table.
+#include <catch2/catch.hpp>
+#include <posix_trace/events.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string helper_path(const char *name)
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string path(self);
+    return path.substr(0, path.rfind('/')) + "/helpers/" + name;
+}
+
+// A child process with a line-based conversation on its stdin/stdout.
+class Conversation {
+public:
+    explicit Conversation(const std::string &program)
+    {
+        int to_child[2], from_child[2];
+        REQUIRE(pipe(to_child) == 0);
+        REQUIRE(pipe(from_child) == 0);
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            dup2(to_child[0], 0);
+            dup2(from_child[1], 1);
+            close(to_child[1]);
+            close(from_child[0]);
+            execl(program.c_str(), program.c_str(), static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        close(to_child[0]);
+        close(from_child[1]);
+        to_child_ = to_child[1];
+        from_child_ = fdopen(from_child[0], "r");
+    }
+    ~Conversation()
+    {
+        close(to_child_);
+        fclose(from_child_);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    std::string read_line()
+    {
+        char line[64] = {};
+        return fgets(line, sizeof line, from_child_) ? line : "";
+    }
+    void say(const char *line) { REQUIRE(write(to_child_, line, std::strlen(line)) > 0); }
+
+private:
+    pid_t pid_ = -1;
+    int to_child_ = -1;
+    FILE *from_child_ = nullptr;
+};
+
+} // namespace
+
+TEST_CASE("by pid: user events of a process linked with libposixtrace, with their names", "[bypid]")
+{
+    Conversation emitter(helper_path("user_event_emitter"));
+    REQUIRE(emitter.read_line() == "ready\n");
+
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(emitter.pid(), nullptr, &trid) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    emitter.say("go\n");
+    REQUIRE(emitter.read_line() == "done\n");
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    std::map<std::string, std::string> payload_of;
+    for (;;) {
+        posix_trace_event_info info;
+        char data[64] = {};
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        if (unavailable)
+            break;
+        if (info.posix_event_id < POSIX_TRACE_USER_EVENT_FIRST)
+            continue;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(trid, info.posix_event_id, name) == 0);
+        CHECK(info.posix_pid == emitter.pid());
+        CHECK(info.posix_tid == emitter.pid());
+        payload_of[name] = std::string(data, len ? len - 1 : 0);
+    }
+    CHECK(payload_of == std::map<std::string, std::string>{{"emitter.before", "first payload"},
+                                                           {"emitter.after", "second payload"}});
+
+    // Both names are event types of the stream; ids are the process's own.
+    std::vector<std::string> user_types;
+    for (;;) {
+        trace_event_id_t id;
+        int unavailable = 0;
+        REQUIRE(posix_trace_eventtypelist_getnext_id(trid, &id, &unavailable) == 0);
+        if (unavailable)
+            break;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(trid, id, name) == 0);
+        if (id >= POSIX_TRACE_USER_EVENT_FIRST && id < POSIX_TRACE_USDT_EVENT_FIRST)
+            user_types.push_back(name);
+    }
+    CHECK(user_types == std::vector<std::string>{"emitter.before", "emitter.after"});
+    trace_event_id_t id = 0;
+    REQUIRE(posix_trace_trid_eventid_open(trid, "emitter.after", &id) == 0);
+    CHECK(id == POSIX_TRACE_USER_EVENT_FIRST + 1);
+    REQUIRE(posix_trace_trid_eventid_open(trid, "never.registered", &id) == 0);
+    CHECK(id == POSIX_TRACE_UNNAMED_USEREVENT);
+    emitter.say("bye\n");
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}

@@ -1,0 +1,157 @@
+#include "events/remote_user_events.hpp"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <posix_trace/events.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "events/user_event_table.hpp"
+#include "util/unique_fd.hpp"
+
+namespace posixtrace {
+namespace {
+
+struct ElfDeleter {
+    void operator()(Elf *elf) const { elf_end(elf); }
+};
+
+// The symbol's link-time address and the first loadable segment's, from the file.
+bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t &value,
+                           uint64_t &first_load)
+{
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        return false;
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return false;
+    std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
+    if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+        return false;
+    size_t segments = 0;
+    if (elf_getphdrnum(elf.get(), &segments) != 0)
+        return false;
+    bool have_load = false;
+    for (size_t i = 0; i < segments && !have_load; ++i) {
+        GElf_Phdr header;
+        if (gelf_getphdr(elf.get(), int(i), &header) && header.p_type == PT_LOAD) {
+            first_load = header.p_vaddr - header.p_offset; // maps at file offset 0
+            have_load = true;
+        }
+    }
+    for (Elf_Scn *section = nullptr; have_load && (section = elf_nextscn(elf.get(), section));) {
+        GElf_Shdr header;
+        if (!gelf_getshdr(section, &header) ||
+            (header.sh_type != SHT_DYNSYM && header.sh_type != SHT_SYMTAB) || !header.sh_entsize)
+            continue;
+        Elf_Data *data = elf_getdata(section, nullptr);
+        for (size_t i = 0; data && i < header.sh_size / header.sh_entsize; ++i) {
+            GElf_Sym sym;
+            const char *name;
+            if (gelf_getsym(data, int(i), &sym) &&
+                (name = elf_strptr(elf.get(), header.sh_link, sym.st_name)) &&
+                std::strcmp(name, symbol) == 0 && sym.st_value) {
+                value = sym.st_value;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// Where `object` is mapped at file offset 0 in `pid`.
+std::optional<uint64_t> mapping_base(pid_t pid, const std::string &object)
+{
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.find('/');
+        if (slash == std::string::npos || line.compare(slash, std::string::npos, object) != 0)
+            continue;
+        unsigned long start = 0, offset = 0;
+        char perms[8];
+        if (std::sscanf(line.c_str(), "%lx-%*x %7s %lx", &start, perms, &offset) == 3 && offset == 0)
+            return start;
+    }
+    return std::nullopt;
+}
+
+bool read_remote(pid_t pid, uint64_t address, void *into, size_t size)
+{
+    iovec local{into, size};
+    iovec remote{reinterpret_cast<void *>(address), size};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(size);
+}
+
+} // namespace
+
+RemoteUserEventNames::RemoteUserEventNames(pid_t pid, std::string object)
+    : pid_(pid), object_(std::move(object))
+{
+}
+
+bool RemoteUserEventNames::locate()
+{
+    if (address_ || locate_failed_)
+        return address_ != 0;
+    uint64_t value = 0, first_load = 0;
+    auto base = mapping_base(pid_, object_);
+    std::string file = "/proc/" + std::to_string(pid_) + "/root" + object_;
+    if (!base || !symbol_and_first_load(file, kUserEventTableSymbol, value, first_load)) {
+        locate_failed_ = true;
+        return false;
+    }
+    address_ = *base - first_load + value;
+    return true;
+}
+
+void RemoteUserEventNames::refresh()
+{
+    if (!locate())
+        return;
+    uint32_t header[4]; // magic, version, capacity, count
+    if (!read_remote(pid_, address_, header, sizeof header) || header[0] != kUserEventTableMagic ||
+        header[1] != kUserEventTableVersion)
+        return;
+    uint32_t count = std::min<uint32_t>(header[3], TRACE_USER_EVENT_MAX);
+    for (uint32_t index = uint32_t(names_.size()); index < count; ++index) {
+        char name[TRACE_EVENT_NAME_MAX];
+        if (!read_remote(pid_, address_ + offsetof(pt_user_event_table, names) +
+                                   uint64_t(index) * TRACE_EVENT_NAME_MAX,
+                         name, sizeof name))
+            return;
+        name[sizeof name - 1] = '\0';
+        names_.emplace_back(name);
+    }
+}
+
+std::optional<std::string> RemoteUserEventNames::name_of(trace_event_id_t id)
+{
+    if (id < POSIX_TRACE_USER_EVENT_FIRST)
+        return std::nullopt;
+    size_t index = id - POSIX_TRACE_USER_EVENT_FIRST;
+    if (index >= names_.size())
+        refresh();
+    if (index >= names_.size())
+        return std::nullopt;
+    return names_[index];
+}
+
+std::vector<trace_event_id_t> RemoteUserEventNames::ids()
+{
+    refresh();
+    std::vector<trace_event_id_t> all(names_.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = POSIX_TRACE_USER_EVENT_FIRST + trace_event_id_t(i);
+    return all;
+}
+
+} // namespace posixtrace
