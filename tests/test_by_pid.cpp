@@ -1,5 +1,7 @@
 // User events of another process, traced by pid: names it registered before
 // and after the tracer attached, read from its published name table.
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
 #include <signal.h>
@@ -23,55 +25,11 @@ std::string helper_path(const char *name)
     return path.substr(0, path.rfind('/')) + "/helpers/" + name;
 }
 
-// A child process with a line-based conversation on its stdin/stdout.
-class Conversation {
-public:
-    explicit Conversation(const std::string &program)
-    {
-        int to_child[2], from_child[2];
-        REQUIRE(pipe(to_child) == 0);
-        REQUIRE(pipe(from_child) == 0);
-        pid_ = fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            dup2(to_child[0], 0);
-            dup2(from_child[1], 1);
-            close(to_child[1]);
-            close(from_child[0]);
-            execl(program.c_str(), program.c_str(), static_cast<char *>(nullptr));
-            _exit(127);
-        }
-        close(to_child[0]);
-        close(from_child[1]);
-        to_child_ = to_child[1];
-        from_child_ = fdopen(from_child[0], "r");
-    }
-    ~Conversation()
-    {
-        close(to_child_);
-        fclose(from_child_);
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-    }
-    pid_t pid() const { return pid_; }
-    std::string read_line()
-    {
-        char line[64] = {};
-        return fgets(line, sizeof line, from_child_) ? line : "";
-    }
-    void say(const char *line) { REQUIRE(write(to_child_, line, std::strlen(line)) > 0); }
-
-private:
-    pid_t pid_ = -1;
-    int to_child_ = -1;
-    FILE *from_child_ = nullptr;
-};
-
 } // namespace
 
 TEST_CASE("by pid: user events of a process linked with libposixtrace, with their names", "[bypid]")
 {
-    Conversation emitter(helper_path("user_event_emitter"));
+    test_support::ChildConversation emitter({helper_path("user_event_emitter")});
     REQUIRE(emitter.read_line() == "ready\n");
 
     trace_id_t trid;

@@ -8,7 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <string>
@@ -211,5 +216,56 @@ inline ReadResult get_next(trace_id_t trid, GetNext how, const timespec *abstime
     r.returned_at = Clock::now();
     return r;
 }
+
+// A child process running `argv`, talked to line by line on its stdin and
+// stdout; killed and reaped when the conversation ends.
+class ChildConversation {
+public:
+    explicit ChildConversation(std::vector<std::string> argv)
+    {
+        int to_child[2], from_child[2];
+        REQUIRE(pipe(to_child) == 0);
+        REQUIRE(pipe(from_child) == 0);
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            dup2(to_child[0], 0);
+            dup2(from_child[1], 1);
+            close(to_child[1]);
+            close(from_child[0]);
+            std::vector<char *> args;
+            for (auto &arg : argv)
+                args.push_back(arg.data());
+            args.push_back(nullptr);
+            execv(args[0], args.data());
+            _exit(127);
+        }
+        close(to_child[0]);
+        close(from_child[1]);
+        to_child_ = to_child[1];
+        from_child_ = fdopen(from_child[0], "r");
+    }
+    ChildConversation(const ChildConversation &) = delete;
+    ChildConversation &operator=(const ChildConversation &) = delete;
+    ~ChildConversation()
+    {
+        close(to_child_);
+        fclose(from_child_);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    std::string read_line()
+    {
+        char line[256] = {};
+        return fgets(line, sizeof line, from_child_) ? line : "";
+    }
+    void say(const char *line) { REQUIRE(write(to_child_, line, std::strlen(line)) > 0); }
+
+private:
+    pid_t pid_ = -1;
+    int to_child_ = -1;
+    FILE *from_child_ = nullptr;
+};
 
 } // namespace test_support

@@ -1,5 +1,7 @@
 // USDT probes of an unmodified process traced by pid: Debian's python3.11,
 // whose audit and gc__start probes are guarded by semaphores.
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
@@ -25,72 +27,35 @@ constexpr const char *kPython = "/usr/bin/python3.11";
 class PythonWorkload {
 public:
     PythonWorkload()
-    {
-        int to_child[2], from_child[2];
-        REQUIRE(pipe(to_child) == 0);
-        REQUIRE(pipe(from_child) == 0);
-        pid_ = fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            dup2(to_child[0], 0);
-            dup2(from_child[1], 1);
-            close(to_child[1]);
-            close(from_child[0]);
-            execl(kPython, kPython, "-c",
+        : child_({kPython, "-c",
                   "import sys, gc\n"
+                  "print('ready', flush=True)\n"
                   "sys.stdin.readline()\n"
                   "for i in range(1000): sys.audit('posixtrace.test', i)\n"
                   "for i in range(100): gc.collect()\n"
                   "print('done', flush=True)\n"
-                  "sys.stdin.readline()\n",
-                  static_cast<char *>(nullptr));
-            _exit(127);
-        }
-        close(to_child[0]);
-        close(from_child[1]);
-        to_child_ = to_child[1];
-        from_child_ = fdopen(from_child[0], "r");
-        // Wait until the interpreter is up and blocked on stdin (its
-        // libraries are mapped), by asking /proc for its executable.
-        for (int i = 0; i < 200; ++i) {
-            char exe[256] = {};
-            std::string link = "/proc/" + std::to_string(pid_) + "/exe";
-            if (readlink(link.c_str(), exe, sizeof exe - 1) > 0 && std::string(exe) == kPython)
-                break;
-            usleep(10000);
-        }
-        usleep(200000); // the interpreter reaches its readline
-    }
-    ~PythonWorkload()
+                  "sys.stdin.readline()\n"})
     {
-        if (to_child_ >= 0)
-            close(to_child_);
-        if (from_child_)
-            fclose(from_child_);
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
+        REQUIRE(child_.read_line() == "ready\n"); // started, its libraries mapped
     }
-    pid_t pid() const { return pid_; }
+    pid_t pid() const { return child_.pid(); }
     void run_and_wait()
     {
-        REQUIRE(write(to_child_, "go\n", 3) == 3);
-        char line[64] = {};
-        REQUIRE(fgets(line, sizeof line, from_child_) != nullptr);
-        REQUIRE(std::string(line) == "done\n");
+        child_.say("go\n");
+        REQUIRE(child_.read_line() == "done\n");
     }
     std::string read_string(uint64_t address) const
     {
         char buffer[64] = {};
-        iovec local{buffer, sizeof buffer - 1}, remote{reinterpret_cast<void *>(address), sizeof buffer - 1};
-        if (process_vm_readv(pid_, &local, 1, &remote, 1, 0) <= 0)
+        iovec local{buffer, sizeof buffer - 1};
+        iovec remote{reinterpret_cast<void *>(address), sizeof buffer - 1};
+        if (process_vm_readv(child_.pid(), &local, 1, &remote, 1, 0) <= 0)
             return {};
         return buffer;
     }
 
 private:
-    pid_t pid_ = -1;
-    int to_child_ = -1;
-    FILE *from_child_ = nullptr;
+    test_support::ChildConversation child_;
 };
 
 } // namespace

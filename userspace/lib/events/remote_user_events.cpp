@@ -15,26 +15,17 @@
 #include <memory>
 
 #include "events/user_event_table.hpp"
-#include "util/unique_fd.hpp"
+#include "util/elf_file.hpp"
 
 namespace posixtrace {
 namespace {
-
-struct ElfDeleter {
-    void operator()(Elf *elf) const { elf_end(elf); }
-};
 
 // The symbol's link-time address and the first loadable segment's, from the file.
 bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t &value,
                            uint64_t &first_load)
 {
-    if (elf_version(EV_CURRENT) == EV_NONE)
-        return false;
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        return false;
-    std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-    if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    ElfFile elf(path);
+    if (!elf.valid())
         return false;
     size_t segments = 0;
     if (elf_getphdrnum(elf.get(), &segments) != 0)

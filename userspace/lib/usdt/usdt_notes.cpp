@@ -12,16 +12,12 @@
 #include <set>
 #include <sstream>
 
-#include "util/unique_fd.hpp"
+#include "util/elf_file.hpp"
 
 namespace posixtrace {
 namespace {
 
 constexpr uint32_t kStapsdtNoteType = 3;
-
-struct ElfDeleter {
-    void operator()(Elf *elf) const { elf_end(elf); }
-};
 
 // "eax" -> "rax", "r8d" -> "r8", "sil" -> "rsi": the 64-bit register holding it.
 std::optional<std::string> full_register(std::string name)
@@ -143,13 +139,11 @@ std::optional<std::vector<UsdtArgument>> parse_usdt_arguments(const std::string 
 
 int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
 {
-    if (elf_version(EV_CURRENT) == EV_NONE)
-        return ENOEXEC;
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        return errno;
-    std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-    if (!elf || elf_kind(elf.get()) != ELF_K_ELF || gelf_getclass(elf.get()) != ELFCLASS64)
+    errno = 0;
+    ElfFile elf(path);
+    if (!elf.opened())
+        return errno ? errno : ENOEXEC;
+    if (!elf.valid() || gelf_getclass(elf.get()) != ELFCLASS64)
         return ENOEXEC;
     size_t section_names;
     if (elf_getshdrstrndx(elf.get(), &section_names) != 0)
