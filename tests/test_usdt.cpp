@@ -187,3 +187,61 @@ TEST_CASE("usdt: a string argument decoded in the kernel", "[usdt]")
     CHECK(ours == 1000);
     REQUIRE(posix_trace_shutdown(trid) == 0);
 }
+
+TEST_CASE("usdt: an application's own probes placed with posix_trace/usdt.h", "[usdt]")
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string helper = std::string(self).substr(0, std::string(self).rfind('/')) +
+                         "/helpers/own_probes";
+    test_support::ChildConversation app({helper});
+    REQUIRE(app.read_line() == "ready\n");
+
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(app.pid(), nullptr, &trid) == 0);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "ownapp:*", &attached) == 0);
+    CHECK(attached == 2);
+    REQUIRE(posix_trace_usdt_decode_string(trid, "ownapp:guarded", 2) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    app.say("go\n");
+    CHECK(app.read_line() == "fired 500\n"); // the kernel raised the semaphore
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    int guarded = 0, plain = 0;
+    bool in_order = true;
+    for (;;) {
+        posix_trace_event_info info;
+        unsigned char data[128];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        if (unavailable)
+            break;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(trid, info.posix_event_id, name) == 0);
+        int64_t first = 0;
+        if (len >= 8)
+            std::memcpy(&first, data, sizeof first);
+        if (std::string(name) == "ownapp:guarded") {
+            // [3 arguments][string NUL][3]
+            REQUIRE(len == 3 * 8 + 5 + 1);
+            int64_t second;
+            std::memcpy(&second, data + 8, sizeof second);
+            CHECK(second == first * 2);
+            CHECK(std::string(reinterpret_cast<const char *>(data + 24)) == "text");
+            CHECK(data[len - 1] == 3);
+            in_order = in_order && first == guarded;
+            ++guarded;
+        } else if (std::string(name) == "ownapp:plain") {
+            REQUIRE(len == 8);
+            in_order = in_order && first == plain;
+            ++plain;
+        }
+    }
+    CHECK(guarded == 500);
+    CHECK(plain == 500);
+    CHECK(in_order);
+    app.say("bye\n");
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}

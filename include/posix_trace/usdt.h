@@ -13,6 +13,40 @@
 #include <stddef.h>
 #include <trace.h>
 
+/* ---- Placing probes in an application ---------------------------------
+ *
+ *   #define POSIX_TRACE_USDT_SEMAPHORES   (optional, before this include:
+ *                                          every probe of the file then has
+ *                                          a semaphore)
+ *   #include <posix_trace/usdt.h>
+ *
+ *   POSIX_TRACE_USDT_SEMAPHORE(myapp, request);      (file scope, once)
+ *   ...
+ *   if (POSIX_TRACE_USDT_ENABLED(myapp, request))     (skip argument work
+ *       POSIX_TRACE_USDT(myapp, request, id, size);    while untraced)
+ *
+ * POSIX_TRACE_USDT(provider, name, args...) takes up to 12 arguments and is
+ * a standard <sys/sdt.h> probe: posixtrace, bpftrace, perf and gdb all see
+ * it. Its event type in a stream is "provider:name". The macros need
+ * <sys/sdt.h> (Debian package systemtap-sdt-dev); the functions below do not.
+ */
+#if defined(__has_include) && __has_include(<sys/sdt.h>)
+#ifdef POSIX_TRACE_USDT_SEMAPHORES
+#define _SDT_HAS_SEMAPHORES 1
+#endif
+#ifndef SDT_USE_VARIADIC
+#define SDT_USE_VARIADIC 1
+#endif
+#include <sys/sdt.h>
+
+#define POSIX_TRACE_USDT(...) STAP_PROBEV(__VA_ARGS__)
+#define POSIX_TRACE_USDT_SEMAPHORE(provider, name)                                                 \
+    __extension__ unsigned short provider##_##name##_semaphore                                      \
+        __attribute__((unused, section(".probes")))
+#define POSIX_TRACE_USDT_ENABLED(provider, name)                                                   \
+    __builtin_expect(provider##_##name##_semaphore != 0, 0)
+#endif /* <sys/sdt.h> */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
