@@ -166,14 +166,6 @@ std::vector<pt_cpu_state> read_cpu_states(int map_fd, int cpus)
 }
 } // namespace
 
-uint64_t KernelProgram::lost_total() const
-{
-    uint64_t total = 0;
-    for (const auto &state : read_cpu_states(bpf_map__fd(skeleton_->maps.cpu_states), cpu_count()))
-        total += state.lost_total;
-    return total;
-}
-
 uint64_t KernelProgram::refused_while_full() const
 {
     uint64_t total = 0;

@@ -59,9 +59,8 @@ public:
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
 
-    // Sums over CPUs: records that found no ring space, events refused while
-    // the stream was full (PT_STREAM_FULL).
-    uint64_t lost_total() const;
+    // Sum over CPUs of the events refused while the stream was full
+    // (PT_STREAM_FULL).
     uint64_t refused_while_full() const;
     // Takes the losses no record has reported yet (only while not running).
     uint64_t take_unreported_losses();

@@ -20,7 +20,6 @@ public:
     EventBuffer &operator=(const EventBuffer &) = delete;
 
     bool valid() const { return base_ != nullptr; }
-    size_t capacity() const { return capacity_; }
     size_t used() const { return size_t(tail_ - head_); }
     bool empty() const { return head_ == tail_; }
     bool fits(size_t bytes) const { return used() + bytes <= capacity_; }

@@ -45,12 +45,6 @@ std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
     return stream;
 }
 
-size_t StreamTable::size() const
-{
-    std::lock_guard lock(mutex_);
-    return streams_.size();
-}
-
 void StreamTable::shutdown_all()
 {
     std::vector<std::shared_ptr<Stream>> owned;

@@ -21,7 +21,6 @@ public:
     // The stream, or nullptr for an unknown id or one from the parent of a fork.
     std::shared_ptr<Stream> find(trace_id_t id) const;
     std::shared_ptr<Stream> remove(trace_id_t id);
-    size_t size() const;
     void shutdown_all();
 
 private:
