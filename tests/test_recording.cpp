@@ -828,3 +828,43 @@ TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recor
     REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
     CHECK(counters.lost_in_kernel == kernel_lost);
 }
+
+// A stream that stopped itself because it was full, then stopped explicitly:
+// no automatic restart, but once read empty it is no longer full, and
+// posix_trace_start runs it again.
+TEST_CASE("recording: UNTIL_FULL stopped by the user while full can be started again", "[recording]")
+{
+    Attr attr;
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), POSIX_TRACE_UNTIL_FULL) == 0);
+    trace_event_id_t id = user_event("rec.until_full_then_stop");
+    StreamGuard stream = started_stream(attr);
+    unsigned char data[32] = {};
+    for (int i = 0; i < 200; ++i)
+        posix_trace_event(id, data, sizeof data);
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(status_of(stream.get()).posix_stream_full_status == POSIX_TRACE_FULL);
+    REQUIRE(posix_trace_stop(stream.get()) == 0); // suspended already: no event
+
+    for (;;) {
+        Got g = try_next(stream.get());
+        REQUIRE(g.err == 0);
+        if (g.unavailable)
+            break;
+    }
+    posix_trace_status_info st = status_of(stream.get());
+    CHECK(st.posix_stream_status == POSIX_TRACE_SUSPENDED); // no automatic restart
+    CHECK(st.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    CHECK(status_of(stream.get()).posix_stream_status == POSIX_TRACE_RUNNING);
+    uint32_t marker = 77;
+    posix_trace_event(id, &marker, sizeof marker);
+    Got start = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(start.err == 0);
+    CHECK(start.info.posix_event_id == POSIX_TRACE_START);
+    Got after = timed_next(stream.get(), 2'000'000'000LL);
+    REQUIRE(after.err == 0);
+    CHECK(after.info.posix_event_id == id);
+    CHECK(payload_as<uint32_t>(after.data) == marker);
+}

@@ -593,8 +593,8 @@ int Stream::read_locked(const EventDestination &to)
     buffer_->pop();
     if (buffer_->empty() && auto_stopped_)
         auto_restart_locked();
-    else if (attributes_.stream_full_policy == POSIX_TRACE_LOOP && !auto_stopped_)
-        full_ = false;
+    else if (buffer_->empty() || attributes_.stream_full_policy == POSIX_TRACE_LOOP)
+        full_ = false; // read empty (or, under LOOP, room made): no longer full
     return 0;
 }
 
