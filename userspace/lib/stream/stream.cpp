@@ -227,6 +227,10 @@ int Stream::start()
     if (running_ || full_)
         return 0; // POSIX: no event, no change
     uint64_t now = monotonic_now();
+    if (lost_while_full_) {
+        queue_loss_events_locked({0, lost_while_full_, 0}, now);
+        lost_while_full_ = 0;
+    }
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
     resume_running_locked();
     return 0;
@@ -238,10 +242,8 @@ int Stream::stop()
     if (shut_down_)
         return EINVAL;
     if (!running_) {
-        if (auto_stopped_) { // an explicit stop wins over the automatic restart
-            auto_stopped_ = false;
-            kernel_->set_state(PT_STREAM_SUSPENDED);
-        }
+        if (auto_stopped_) // an explicit stop wins over the automatic restart
+            cancel_auto_restart_locked();
         return 0;
     }
     kernel_->set_state(PT_STREAM_SUSPENDED);
@@ -520,6 +522,20 @@ void Stream::auto_restart_locked()
         push_locked(system_record(POSIX_TRACE_START, now, 0), nullptr);
     accept_after_ns_ = now;
     resume_running_locked();
+}
+
+// An UNTIL_FULL stream stopped by the user while it stopped itself stays
+// suspended. What the kernel recorded before it saw the full state, or
+// refused since, is lost: it is counted now and reported before the next
+// start, and no stale record may reach the stream after it is read empty.
+void Stream::cancel_auto_restart_locked()
+{
+    auto_stopped_ = false;
+    kernel_->set_state(PT_STREAM_SUSPENDED);
+    uint64_t lost = merger_.discard_all() + (kernel_->refused_while_full() - refused_seen_);
+    lost_while_full_ += lost;
+    counters_.lost_in_stream += lost;
+    accept_after_ns_ = monotonic_now();
 }
 
 // ---- reading ---------------------------------------------------------------

@@ -95,6 +95,7 @@ private:
     void drop_oldest_locked();
     void auto_stop_locked(uint64_t timestamp_ns);
     void auto_restart_locked();
+    void cancel_auto_restart_locked();
     void queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
                                    size_t size);
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
