@@ -27,12 +27,13 @@ LIB_SRCS     := $(shell find userspace/lib -name '*.cpp' | sort)
 LIB_OBJS     := $(LIB_SRCS:%.cpp=$(BUILD)/obj/%.o)
 CLI_SRCS     := $(shell find userspace/cli -name '*.cpp' | sort)
 CLI_OBJS     := $(CLI_SRCS:%.cpp=$(BUILD)/obj/%.o)
-TEST_SRCS    := $(shell find tests -name '*.cpp' | sort)
+TEST_SRCS    := $(shell find tests -maxdepth 1 -name '*.cpp' | sort)
 TEST_OBJS    := $(TEST_SRCS:%.cpp=$(BUILD)/obj/%.o)
 BENCH_SRCS   := $(wildcard bench/*.cpp)
 BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%)
 HELPER_SRCS  := $(wildcard tests/helpers/*.c)
-HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
+                $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -94,6 +95,15 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB)
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(SHLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS)
+
+# Not linked with libposixtrace: an unmodified C++ program.
+$(BUILD)/tests/helpers/thrower: tests/helpers/thrower.cpp
+	@mkdir -p $(@D)
+	$(CXX) -O2 -g -o $@ $<
+
+$(BUILD)/tests/helpers/libownlib.so: tests/helpers/lib/ownlib.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -shared -fPIC -o $@ $<
 
 $(BUILD)/bench/%: bench/%.cpp $(SHLIB)
 	@mkdir -p $(@D)

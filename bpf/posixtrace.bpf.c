@@ -45,6 +45,9 @@ const volatile __s8 user_event_arg_sizes[4] = {};
 /* Stream control, written by userspace while the programs run. */
 volatile __u32 stream_state; /* enum pt_stream_state */
 volatile __u32 primary_tgid; /* the process the stream was created for */
+/* POSIX_TRACE_INHERITED: a traced process's children are traced too, from
+ * their first instruction (decided at fork, before the child can run). */
+volatile __u32 inherit_children;
 volatile __u32 max_data_size;
 volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
 volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered out */
@@ -369,5 +372,171 @@ int usdt_event(struct pt_regs *ctx)
     record->flags = 0;
     record->cpu = cpu;
     bpf_ringbuf_submit(record, wakeup);
+    return 0;
+}
+
+/* ---- process lifecycle ----------------------------------------------------
+ * Fork, exec and exit of traced processes. The stream needs them whatever the
+ * user records (it attaches the probes of a new image, forgets an ended
+ * process), so they are always written; when the stream is not running or
+ * the type is filtered out they carry PT_RECORD_NOTICE_ONLY and are not
+ * delivered. They wake the reader at once: probes of a new image are due.
+ */
+
+/* The primary target ended: its pid may be reused by an unrelated process. */
+#define PT_PRIMARY_ENDED 0xffffffffu
+
+struct lifecycle {
+    void *ring;
+    struct pt_cpu_state *state;
+    __u32 cpu;
+    __u16 flags;
+};
+
+static __always_inline bool lifecycle_begin(struct lifecycle *l, __u32 event_id, bool notice_only)
+{
+    __u32 zero = 0, state_now = stream_state;
+
+    l->state = bpf_map_lookup_elem(&cpu_states, &zero);
+    if (!l->state)
+        return false;
+    l->cpu = bpf_get_smp_processor_id();
+    l->ring = bpf_map_lookup_elem(&rings, &l->cpu);
+    if (!l->ring)
+        return false;
+    l->flags = 0;
+    if (notice_only || state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
+        l->flags = PT_RECORD_NOTICE_ONLY;
+        if (!notice_only && state_now == PT_STREAM_FULL && !event_filtered(event_id))
+            __sync_fetch_and_add(&l->state->refused_full, 1);
+    }
+    return true;
+}
+
+static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_record *record,
+                                             __u32 event_id, __u32 pid, __u32 data_len)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct pt_regs *user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+    record->thread_id = current_pthread_id();
+    record->prog_address = user_regs ? BPF_CORE_READ(user_regs, ip) : 0;
+    record->pid = pid;
+    record->tid = (__u32)bpf_get_current_pid_tgid();
+    record->event_id = event_id;
+    record->data_len = data_len;
+    record->lost_before = l->flags ? 0 : take_unreported(l->state);
+    record->flags = l->flags;
+    record->cpu = l->cpu;
+    bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 parent_tgid = BPF_CORE_READ(parent, tgid), child_tgid = BPF_CORE_READ(child, tgid);
+    __u32 inherited = inherit_children, one = 1;
+    struct lifecycle l;
+    struct pt_record *record;
+
+    if (child_tgid == parent_tgid || !process_traced(parent_tgid))
+        return 0; /* a new thread, or nothing of ours */
+    if (inherited)
+        bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY);
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
+        return 0;
+    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 16, 0);
+    if (!record) {
+        count_lost(l.state);
+        return 0;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    __builtin_memcpy(record->data, &parent_tgid, 4);
+    __builtin_memcpy(record->data + 4, &child_tgid, 4);
+    __builtin_memcpy(record->data + 8, &inherited, 4);
+    __builtin_memset(record->data + 12, 0, 4);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, 12);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(process_exec, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+{
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    const char *path = BPF_CORE_READ(bprm, filename);
+    struct lifecycle l;
+    struct pt_record *record;
+    long copied;
+
+    if (!process_traced(tgid))
+        return 0;
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXEC, false))
+        return 0;
+    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX, 0);
+    if (!record) {
+        count_lost(l.state);
+        return 0;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    __builtin_memcpy(record->data, &tgid, 4);
+    __builtin_memcpy(record->data + 4, &former_tid, 4);
+    copied = bpf_probe_read_kernel_str(record->data + 8, PT_EXEC_PATH_MAX, path);
+    if (copied <= 0) {
+        record->data[8] = 0;
+        copied = 1;
+    }
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXEC, tgid, 8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)));
+    return 0;
+}
+
+/* Fires for every thread that exits; the process has ended when the last
+ * one goes (signal->live reached zero before this tracepoint). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct *task)
+{
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    __s32 status = BPF_CORE_READ(task, exit_code);
+    struct lifecycle l;
+    struct pt_record *record;
+
+    if (!process_traced(tgid) || BPF_CORE_READ(task, signal, live.counter) != 0)
+        return 0;
+    if (tgid == primary_tgid)
+        primary_tgid = PT_PRIMARY_ENDED;
+    else
+        bpf_map_delete_elem(&traced_processes, &tgid);
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXIT, false))
+        return 0;
+    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 8, 0);
+    if (!record) {
+        count_lost(l.state);
+        return 0;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    __builtin_memcpy(record->data, &tgid, 4);
+    __builtin_memcpy(record->data + 4, &status, 4);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, 8);
+    return 0;
+}
+
+/* On the dynamic linker's _dl_debug_state, which it calls whenever its list
+ * of loaded objects changed (the hook debuggers use): a library was loaded
+ * or unloaded, so the stream looks for new probes. */
+SEC("uprobe")
+int link_map_changed(struct pt_regs *ctx)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct lifecycle l;
+    struct pt_record *record;
+
+    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
+        return 0;
+    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE, 0);
+    if (!record) {
+        count_lost(l.state);
+        return 0;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, 0);
     return 0;
 }

@@ -42,7 +42,23 @@ enum pt_register {
 enum pt_record_flags {
     PT_RECORD_TRUNCATED = 1 << 0,  /* the caller passed more than max-data-size */
     PT_RECORD_DATA_FAULT = 1 << 1, /* the caller's data pointer was unreadable */
+    /* For the stream's own bookkeeping only (the stream was not running, or
+     * the type is filtered out): it learns of forks, execs and exits
+     * whatever the user records. */
+    PT_RECORD_NOTICE_ONLY = 1 << 2,
 };
+
+/* Event ids of the process lifecycle events the kernel side writes; the
+ * public names and data are in <posix_trace/events.h>. */
+#define PT_EVENT_PROCESS_FORK 8
+#define PT_EVENT_PROCESS_EXEC 9
+#define PT_EVENT_PROCESS_EXIT 10
+/* Never delivered: the dynamic linker of a traced process changed its list
+ * of loaded objects (dlopen, dlclose, start-up), so new probes may be due. */
+#define PT_EVENT_LINK_MAP_CHANGED 15
+
+/* Bytes of the executable's path an exec record carries, NUL included. */
+#define PT_EXEC_PATH_MAX 256
 
 /* One traced event, as the kernel writes it. `data_len` bytes of payload
  * follow the header; the ring pads the whole to 8 bytes. */

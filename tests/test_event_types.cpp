@@ -38,6 +38,8 @@ TEST_CASE("eventset: fill covers exactly the documented classes", "[eventset]")
     std::set<trace_event_id_t> expected = wopid;
     for (trace_event_id_t id = 0; id < POSIX_TRACE_TD_EVENT_COUNT; ++id)
         expected.insert(POSIX_TRACE_TD_EVENT_FIRST + id);
+    for (trace_event_id_t id : {POSIX_TRACE_PROCESS_FORK, POSIX_TRACE_PROCESS_EXEC, POSIX_TRACE_PROCESS_EXIT})
+        expected.insert(id);
     CHECK(members(set) == expected);
 
     REQUIRE(posix_trace_eventset_fill(&set, POSIX_TRACE_ALL_EVENTS) == 0);

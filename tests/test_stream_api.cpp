@@ -34,7 +34,7 @@ namespace {
 
 const std::vector<trace_event_id_t> kBuiltinIds = [] {
     std::vector<trace_event_id_t> ids;
-    for (trace_event_id_t id = 0; id <= 7; ++id)
+    for (trace_event_id_t id = 0; id <= 10; ++id) // POSIX system events, process events
         ids.push_back(id);
     for (trace_event_id_t id = 16; id <= 29; ++id)
         ids.push_back(id);
@@ -992,6 +992,9 @@ TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buf
         {POSIX_TRACE_FLUSH_START, "posix_trace_flush_start"},
         {POSIX_TRACE_FLUSH_STOP, "posix_trace_flush_stop"},
         {POSIX_TRACE_UNNAMED_USEREVENT, "posix_trace_unnamed_userevent"},
+        {POSIX_TRACE_PROCESS_FORK, "process_fork"},
+        {POSIX_TRACE_PROCESS_EXEC, "process_exec"},
+        {POSIX_TRACE_PROCESS_EXIT, "process_exit"},
         {23, "td_create"},
         {user, "stream_api.named_user_event"},
     };
@@ -1007,7 +1010,7 @@ TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buf
 
     char name[TRACE_EVENT_NAME_MAX];
     CHECK(posix_trace_eventid_get_name(trid, 5000, name) == EINVAL);
-    CHECK(posix_trace_eventid_get_name(trid, 8, name) == EINVAL);
+    CHECK(posix_trace_eventid_get_name(trid, 11, name) == EINVAL);
     CHECK(posix_trace_eventid_get_name(trid, 30, name) == EINVAL);
     CHECK(posix_trace_eventid_get_name(trid, POSIX_TRACE_START, nullptr) == EINVAL);
 }

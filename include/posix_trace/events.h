@@ -13,12 +13,16 @@ extern "C" {
 
 /* Event type ids (trace_event_id_t):
  *   0 .. 7                 POSIX system events (POSIX_TRACE_START ... FLUSH_STOP)
+ *   8 .. 10                process lifecycle: process_fork, process_exec, process_exit
  *   16 .. 29               thread events td_ready ... td_timeout
  *   31                     posix_trace_unnamed_userevent
  *   32 .. 32+TRACE_USER_EVENT_MAX-1   user events, in order of registration
  *   2048 .. 8191           USDT probes of the traced process, per stream
  * All ids are below POSIX_TRACE_EVENT_ID_LIMIT. */
 #define POSIX_TRACE_SYSTEM_EVENT_COUNT 8
+#define POSIX_TRACE_PROCESS_FORK 8u
+#define POSIX_TRACE_PROCESS_EXEC 9u
+#define POSIX_TRACE_PROCESS_EXIT 10u
 #define POSIX_TRACE_TD_EVENT_FIRST 16u
 #define POSIX_TRACE_TD_EVENT_COUNT 14u
 #define POSIX_TRACE_USER_EVENT_FIRST 32u
@@ -47,6 +51,41 @@ struct posix_trace_overflow_data {
 struct posix_trace_filter_data {
     trace_event_set_t old_filter;
     trace_event_set_t new_filter;
+};
+
+/* Process lifecycle events, written in the kernel (sched_process_fork,
+ * sched_process_exec, sched_process_exit tracepoints) for every process the
+ * stream traces. They are system events: POSIX_TRACE_SYSTEM_EVENTS covers
+ * them, POSIX_TRACE_WOPID_EVENTS does not. posix_pid is the process the event
+ * is about (the parent for a fork), posix_tid the thread that caused it.
+ *
+ * process_fork: a traced process created a process (fork, vfork, clone
+ * without CLONE_THREAD). With POSIX_TRACE_INHERITED the child is traced from
+ * its first instruction: it was added to the traced set in the kernel before
+ * it could run. New threads are not processes: they are traced always. */
+struct posix_trace_process_fork_data {
+    int32_t parent_pid;
+    int32_t child_pid;
+    uint32_t inherited; /* 1: the child is traced by this stream */
+};
+
+/* process_exec: a traced process replaced its image. It stays traced; the
+ * probes of the new image (its user-event probe, the USDT probes asked for)
+ * are attached once the stream has read this event, within a few
+ * milliseconds (see docs/architecture.md). `path` is the file name given to
+ * execve, NUL-terminated, at most 255 bytes kept. */
+struct posix_trace_process_exec_data {
+    int32_t pid;
+    int32_t former_tid; /* the thread that called execve (now the pid) */
+    char path[];
+};
+
+/* process_exit: the last thread of a traced process ended. Every event the
+ * process recorded comes before this one. wait_status is as waitpid()
+ * reports it: test it with WIFEXITED/WEXITSTATUS, WIFSIGNALED/WTERMSIG. */
+struct posix_trace_process_exit_data {
+    int32_t pid;
+    int32_t wait_status;
 };
 
 /* Totals since the stream was created (or last cleared): events delivered to

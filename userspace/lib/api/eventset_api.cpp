@@ -29,6 +29,8 @@ POSIXTRACE_EXPORT int posix_trace_eventset_fill(trace_event_set_t *set, int what
     case POSIX_TRACE_SYSTEM_EVENTS:
         for (trace_event_id_t id = 0; id < POSIX_TRACE_TD_EVENT_COUNT; ++id)
             event_set_insert(filled, POSIX_TRACE_TD_EVENT_FIRST + id);
+        for (trace_event_id_t id = POSIX_TRACE_PROCESS_FORK; id <= POSIX_TRACE_PROCESS_EXIT; ++id)
+            event_set_insert(filled, id);
         [[fallthrough]];
     case POSIX_TRACE_WOPID_EVENTS:
         for (trace_event_id_t id = 0; id < POSIX_TRACE_SYSTEM_EVENT_COUNT; ++id)

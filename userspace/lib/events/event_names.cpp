@@ -16,6 +16,9 @@ constexpr std::array<std::string_view, POSIX_TRACE_SYSTEM_EVENT_COUNT> kSystemNa
     "posix_trace_overflow", "posix_trace_resume", "posix_trace_error",
     "posix_trace_flush_start", "posix_trace_flush_stop"};
 
+constexpr std::array<std::string_view, 3> kProcessNames = {"process_fork", "process_exec",
+                                                          "process_exit"};
+
 constexpr std::array<std::string_view, POSIX_TRACE_TD_EVENT_COUNT> kThreadNames = {
     "td_ready",  "td_sleep",   "td_switchto",    "td_switchfrom", "td_lock_try",
     "td_catchsig", "td_idle",  "td_create",      "td_death",      "td_preempt",
@@ -29,6 +32,8 @@ std::optional<std::string_view> builtin_event_name(trace_event_id_t id)
 {
     if (id < kSystemNames.size())
         return kSystemNames[id];
+    if (id >= POSIX_TRACE_PROCESS_FORK && id - POSIX_TRACE_PROCESS_FORK < kProcessNames.size())
+        return kProcessNames[id - POSIX_TRACE_PROCESS_FORK];
     if (id >= POSIX_TRACE_TD_EVENT_FIRST && id - POSIX_TRACE_TD_EVENT_FIRST < kThreadNames.size())
         return kThreadNames[id - POSIX_TRACE_TD_EVENT_FIRST];
     if (id == POSIX_TRACE_UNNAMED_USEREVENT)

@@ -89,6 +89,8 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
 
     skel->bss->max_data_size = config.max_data_size;
     skel->bss->wakeup_threshold = config.ring_bytes / 4;
+    if (int err = program->attach_lifecycle_programs())
+        return err;
     out = std::move(program);
     return 0;
 }
@@ -108,6 +110,34 @@ int KernelProgram::trace_process(pid_t tgid)
     __u32 key = tgid, value = 1;
     if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value, BPF_ANY))
         return errno_from(-errno);
+    return 0;
+}
+
+int KernelProgram::attach_lifecycle_programs()
+{
+    for (bpf_program *program : {skeleton_->progs.process_fork, skeleton_->progs.process_exec,
+                                 skeleton_->progs.process_exit}) {
+        bpf_link *link = bpf_program__attach(program);
+        if (!link)
+            return errno_from(-errno);
+        links_.emplace_back(link);
+    }
+    return 0;
+}
+
+void KernelProgram::set_inherit_children(bool inherit)
+{
+    __atomic_store_n(&skeleton_->bss->inherit_children, uint32_t(inherit), __ATOMIC_SEQ_CST);
+}
+
+int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary)
+{
+    LIBBPF_OPTS(bpf_uprobe_opts, options, .func_name = "_dl_debug_state");
+    bpf_link *link = bpf_program__attach_uprobe_opts(skeleton_->progs.link_map_changed, pid,
+                                                     binary.c_str(), 0, &options);
+    if (!link)
+        return errno_from(-errno);
+    links_.emplace_back(link);
     return 0;
 }
 

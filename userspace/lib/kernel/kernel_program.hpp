@@ -40,8 +40,21 @@ public:
     // The first process traced is the stream's primary target (a cheaper
     // check in the kernel); later ones (inheritance) go to a hash map.
     int trace_process(pid_t tgid);
+    // POSIX_TRACE_INHERITED: the kernel adds the children of traced
+    // processes to the traced set at fork.
+    void set_inherit_children(bool inherit);
+
+    // The attach calls below take the process to attach in, or kAllProcesses:
+    // the probe then fires in every process that maps `binary`, and the BPF
+    // side keeps only the traced ones (how children are traced from their
+    // first instruction).
+    static constexpr pid_t kAllProcesses = -1;
+
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
     int attach_user_event_probe(pid_t pid, const std::string &binary);
+
+    // Attaches the link-map hook to the dynamic linker `binary`.
+    int attach_link_map_hook(pid_t pid, const std::string &binary);
 
     // Attaches every site of PROVIDER:NAME in `binary` for process `pid`;
     // its records carry `event_id`.
@@ -72,6 +85,8 @@ private:
     struct LinkDeleter {
         void operator()(bpf_link *link) const;
     };
+
+    int attach_lifecycle_programs();
 
     Config config_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;

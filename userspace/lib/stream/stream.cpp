@@ -120,12 +120,13 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
         return err;
     if (int err = SystemSlot::acquire(slot_))
         return err;
+    bool inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
+    kernel_->set_inherit_children(inherit);
     if (int err = kernel_->trace_process(target))
         return err;
-    // A process without libposixtrace emits no user events; that is no error.
-    if (!binary.empty())
-        if (int err = kernel_->attach_user_event_probe(target, binary))
-            return err;
+    probes_ = std::make_unique<ProbeAttacher>(*kernel_, config, inherit);
+    if (int err = probes_->refresh(target))
+        return err;
 
     buffer_ = std::make_unique<EventBuffer>(attributes.stream_size);
     if (!buffer_->valid())
@@ -408,6 +409,10 @@ void Stream::drain_pass_locked(uint64_t watermark_ns)
 
 void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
 {
+    if (is_lifecycle_record(record))
+        follow_lifecycle_locked(record);
+    if (record.flags & PT_RECORD_NOTICE_ONLY)
+        return;
     if (record.lost_before) {
         counters_.lost_in_kernel += record.lost_before;
         overrun_ = true;
@@ -424,6 +429,33 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         return;
     }
     store_locked(record, data);
+}
+
+bool Stream::is_lifecycle_record(const pt_record &record)
+{
+    return record.event_id == PT_EVENT_PROCESS_FORK || record.event_id == PT_EVENT_PROCESS_EXEC ||
+           record.event_id == PT_EVENT_PROCESS_EXIT || record.event_id == PT_EVENT_LINK_MAP_CHANGED;
+}
+
+// A new image or new libraries in a traced process: attach their probes.
+// An inheriting stream's probes already fire in every process that maps an
+// object, so a fork needs nothing; an exec or a dlopen brings new objects.
+void Stream::follow_lifecycle_locked(const pt_record &record)
+{
+    if (record.cpu == UINT16_MAX || !probes_)
+        return; // a system event the stream made, not the kernel
+    pid_t pid = pid_t(record.pid);
+    switch (record.event_id) {
+    case PT_EVENT_PROCESS_EXEC:
+    case PT_EVENT_LINK_MAP_CHANGED:
+        probes_->refresh(pid);
+        break;
+    case PT_EVENT_PROCESS_EXIT:
+        probes_->forget(pid);
+        break;
+    default:
+        break;
+    }
 }
 
 // Applies the stream full policy to one event on its way into the buffer.
@@ -661,41 +693,7 @@ int Stream::attach_usdt(const std::string &spec, size_t &attached)
     std::lock_guard lock(mutex_);
     if (shut_down_)
         return EINVAL;
-    attached = 0;
-    auto objects = mapped_executable_objects(target_pid_);
-    if (objects.empty())
-        return ESRCH;
-    bool matched = false;
-    for (const auto &object : objects) {
-        std::vector<UsdtProbe> probes;
-        if (read_usdt_probes(object, probes) != 0)
-            continue;
-        for (const auto &probe : probes) {
-            if (!usdt_spec_matches(spec, probe.provider, probe.name))
-                continue;
-            matched = true;
-            std::string key = probe.provider + ":" + probe.name;
-            if (!usdt_attached_.insert({object, key}).second)
-                continue; // another site of a probe already attached
-            auto [slot, added] = usdt_ids_.try_emplace(
-                key, POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(usdt_names_.size()));
-            if (added) {
-                if (slot->second >= POSIX_TRACE_EVENT_ID_LIMIT) {
-                    usdt_ids_.erase(slot);
-                    usdt_attached_.erase({object, key});
-                    return ENOSPC;
-                }
-                usdt_names_.push_back(key);
-            }
-            if (int err = kernel_->attach_usdt_probe(target_pid_, object, probe.provider,
-                                                     probe.name, slot->second)) {
-                usdt_attached_.erase({object, key});
-                return err;
-            }
-            ++attached;
-        }
-    }
-    return matched ? 0 : ENOENT;
+    return probes_->add_usdt_spec(target_pid_, spec, attached);
 }
 
 static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
@@ -705,10 +703,10 @@ int Stream::decode_usdt_string(const std::string &probe, unsigned index)
     std::lock_guard lock(mutex_);
     if (shut_down_ || index >= PT_USDT_MAX_ARGS)
         return EINVAL;
-    auto found = usdt_ids_.find(probe);
-    if (found == usdt_ids_.end())
+    auto id = probes_->usdt_id(probe);
+    if (!id)
         return ENOENT;
-    kernel_->set_usdt_string_argument(found->second, index);
+    kernel_->set_usdt_string_argument(*id, index);
     return 0;
 }
 
@@ -718,10 +716,7 @@ std::optional<std::string> Stream::event_name(trace_event_id_t id) const
         return std::string(*builtin);
     if (id >= POSIX_TRACE_USDT_EVENT_FIRST) {
         std::lock_guard lock(mutex_);
-        size_t index = id - POSIX_TRACE_USDT_EVENT_FIRST;
-        if (index < usdt_names_.size())
-            return usdt_names_[index];
-        return std::nullopt;
+        return probes_ ? probes_->usdt_name(id) : std::nullopt;
     }
     std::lock_guard lock(mutex_);
     return remote_user_names_ ? remote_user_names_->name_of(id)
@@ -750,7 +745,7 @@ void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
     std::lock_guard lock(mutex_);
     auto user = remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
     ids.insert(ids.end(), user.begin(), user.end());
-    for (size_t i = 0; i < usdt_names_.size(); ++i)
+    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i)
         ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
     auto next = type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
     if (next == ids.end()) {

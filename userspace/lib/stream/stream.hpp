@@ -20,6 +20,7 @@
 #include "stream/event_buffer.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
+#include "usdt/probe_attacher.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
@@ -90,6 +91,8 @@ private:
     void drain_loop(std::stop_token stop);
     void drain_pass_locked(uint64_t watermark_ns);
     void deliver_locked(const pt_record &record, const uint8_t *data);
+    static bool is_lifecycle_record(const pt_record &record);
+    void follow_lifecycle_locked(const pt_record &record);
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
     void drop_oldest_locked();
@@ -143,9 +146,7 @@ private:
     posix_trace_counters counters_{};
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
-    std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
-    std::map<std::string, trace_event_id_t> usdt_ids_;
-    std::set<std::pair<std::string, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
+    std::unique_ptr<ProbeAttacher> probes_;
 };
 
 } // namespace posixtrace

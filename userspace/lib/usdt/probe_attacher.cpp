@@ -1,0 +1,195 @@
+#include "usdt/probe_attacher.hpp"
+
+#include <posix_trace/events.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "util/elf_file.hpp"
+
+namespace posixtrace {
+namespace {
+
+std::optional<std::pair<dev_t, ino_t>> identify(const std::string &path)
+{
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+        return std::nullopt;
+    return std::pair{st.st_dev, st.st_ino};
+}
+
+} // namespace
+
+std::string interpreter_of(const std::string &executable)
+{
+    ElfFile elf(executable);
+    if (!elf.valid())
+        return {};
+    size_t count = 0;
+    if (elf_getphdrnum(elf.get(), &count) != 0)
+        return {};
+    for (size_t i = 0; i < count; ++i) {
+        GElf_Phdr header;
+        if (!gelf_getphdr(elf.get(), int(i), &header) || header.p_type != PT_INTERP)
+            continue;
+        size_t size = 0;
+        const char *image = elf_rawfile(elf.get(), &size);
+        if (!image || header.p_offset >= size || header.p_filesz > size - header.p_offset)
+            return {};
+        std::string path(image + header.p_offset, header.p_filesz);
+        return path.substr(0, path.find('\0'));
+    }
+    return {};
+}
+
+std::shared_ptr<const std::vector<UsdtProbe>> ProbeAttacher::probes_of(const FileId &file,
+                                                                      const std::string &path)
+{
+    auto &cached = notes_[file];
+    if (!cached) {
+        auto probes = std::make_shared<std::vector<UsdtProbe>>();
+        read_usdt_probes(path, *probes); // an object without notes has no probes
+        cached = std::move(probes);
+    }
+    return cached;
+}
+
+std::vector<ProbeAttacher::MappedObject> ProbeAttacher::objects_of(pid_t pid)
+{
+    std::vector<MappedObject> objects;
+    for (auto &path : mapped_executable_objects(pid)) {
+        auto id = identify(path);
+        if (!id)
+            continue; // unmapped meanwhile, or the process is gone
+        FileId file{id->first, id->second};
+        auto probes = probes_of(file, path);
+        objects.push_back({std::move(path), {file, scope_of(pid)}, std::move(probes)});
+    }
+    return objects;
+}
+
+// posix_trace_event's arguments are read from the registers the stream's
+// BPF object was built for (or with bpf_usdt_arg when it was built without);
+// a libposixtrace built to pass them elsewhere would give wrong events.
+bool ProbeAttacher::user_event_probe_compatible(const UsdtProbe &probe) const
+{
+    if (probe.parsed.size() != 4)
+        return false;
+    for (size_t i = 0; i < 4; ++i) {
+        if (config_.user_event_arg_regs[i] == PT_REG_NONE)
+            continue;
+        const UsdtArgument &argument = probe.parsed[i];
+        if (argument.kind != UsdtArgument::Kind::Register ||
+            argument.size != config_.user_event_arg_sizes[i])
+            return false;
+    }
+    return true;
+}
+
+int ProbeAttacher::attach_fixed_probes(const MappedObject &object, const std::string &interpreter)
+{
+    if (!scanned_.insert(object.placement).second)
+        return 0;
+    pid_t scope = object.placement.scope;
+    if (!interpreter.empty()) {
+        auto id = identify(interpreter);
+        if (id && FileId{id->first, id->second} == object.placement.file)
+            kernel_.attach_link_map_hook(scope, object.path); // best effort: dlopen discovery
+    }
+    for (const auto &probe : *object.probes)
+        if (probe.provider == "posix_trace" && probe.name == "event" &&
+            user_event_probe_compatible(probe))
+            return kernel_.attach_user_event_probe(scope, object.path);
+    return 0;
+}
+
+int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
+                               size_t &attached)
+{
+    for (const auto &probe : *object.probes) {
+        if (!usdt_spec_matches(spec, probe.provider, probe.name))
+            continue;
+        matched = true;
+        std::string key = probe.provider + ":" + probe.name;
+        if (usdt_attached_.count({object.placement, key}))
+            continue; // another site of a probe already attached
+        auto [slot, added] = usdt_ids_.try_emplace(
+            key, POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(usdt_names_.size()));
+        if (added) {
+            if (slot->second >= POSIX_TRACE_EVENT_ID_LIMIT) {
+                usdt_ids_.erase(slot);
+                return ENOSPC;
+            }
+            usdt_names_.push_back(key);
+        }
+        if (int err = kernel_.attach_usdt_probe(object.placement.scope, object.path,
+                                                probe.provider, probe.name, slot->second))
+            return err;
+        usdt_attached_.insert({object.placement, key});
+        ++attached;
+    }
+    return 0;
+}
+
+int ProbeAttacher::refresh(pid_t pid)
+{
+    auto objects = objects_of(pid);
+    if (objects.empty())
+        return ESRCH;
+    std::string root = "/proc/" + std::to_string(pid) + "/root";
+    std::string interpreter = interpreter_of("/proc/" + std::to_string(pid) + "/exe");
+    if (!interpreter.empty())
+        interpreter = root + interpreter;
+    int first_error = 0;
+    for (const auto &object : objects) {
+        if (int err = attach_fixed_probes(object, interpreter); err && !first_error)
+            first_error = err;
+        for (const auto &spec : specs_) {
+            bool matched = false;
+            size_t attached = 0;
+            attach_spec(object, spec, matched, attached); // new objects: best effort
+        }
+    }
+    return first_error;
+}
+
+int ProbeAttacher::add_usdt_spec(pid_t pid, const std::string &spec, size_t &attached)
+{
+    attached = 0;
+    auto objects = objects_of(pid);
+    if (objects.empty())
+        return ESRCH;
+    bool matched = false;
+    for (const auto &object : objects)
+        if (int err = attach_spec(object, spec, matched, attached))
+            return err;
+    if (!matched)
+        return ENOENT;
+    specs_.push_back(spec);
+    return 0;
+}
+
+void ProbeAttacher::forget(pid_t pid)
+{
+    if (system_wide_)
+        return; // attachments are shared by every traced process
+    std::erase_if(scanned_, [pid](const Placement &p) { return p.scope == pid; });
+    std::erase_if(usdt_attached_, [pid](const auto &entry) { return entry.first.scope == pid; });
+}
+
+std::optional<trace_event_id_t> ProbeAttacher::usdt_id(const std::string &name) const
+{
+    auto found = usdt_ids_.find(name);
+    if (found == usdt_ids_.end())
+        return std::nullopt;
+    return found->second;
+}
+
+std::optional<std::string> ProbeAttacher::usdt_name(trace_event_id_t id) const
+{
+    if (id < POSIX_TRACE_USDT_EVENT_FIRST || id - POSIX_TRACE_USDT_EVENT_FIRST >= usdt_names_.size())
+        return std::nullopt;
+    return usdt_names_[id - POSIX_TRACE_USDT_EVENT_FIRST];
+}
+
+} // namespace posixtrace

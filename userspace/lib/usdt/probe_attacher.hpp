@@ -1,0 +1,91 @@
+#pragma once
+#include <sys/types.h>
+#include <trace.h>
+
+#include <compare>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_program.hpp"
+#include "usdt/usdt_notes.hpp"
+
+namespace posixtrace {
+
+// Keeps a stream's probes attached in the objects its traced processes map,
+// as those change (exec, dlopen): libposixtrace's posix_trace:event probe,
+// the dynamic linker's link-map hook, and the USDT probes the user asked for,
+// one event type per PROVIDER:NAME however many objects and sites have it.
+class ProbeAttacher {
+public:
+    // `system_wide`: attach in every process that maps an object (the BPF
+    // side keeps the traced ones), so children are covered from their first
+    // instruction; otherwise in the scanned process only.
+    ProbeAttacher(KernelProgram &kernel, const KernelProgram::Config &config, bool system_wide)
+        : kernel_(kernel), config_(config), system_wide_(system_wide)
+    {
+    }
+
+    // Attaches what is due in the objects `pid` maps now. 0, ESRCH (no such
+    // process, or one that maps nothing: a kernel thread), or the error of
+    // attaching the user-event probe.
+    int refresh(pid_t pid);
+
+    // Attaches the probes matching `spec` ("PROVIDER:NAME", "PROVIDER:*",
+    // "*") in `pid`'s objects, and in the objects it maps later. `attached`
+    // counts the new (object, probe) attachments. 0, ENOENT (no such probe),
+    // ESRCH, ENOSPC (event ids exhausted), or the attach error.
+    int add_usdt_spec(pid_t pid, const std::string &spec, size_t &attached);
+
+    std::optional<trace_event_id_t> usdt_id(const std::string &name) const;
+    std::optional<std::string> usdt_name(trace_event_id_t id) const;
+    size_t usdt_type_count() const { return usdt_names_.size(); }
+
+    // Processes scanned so far that are gone may be forgotten.
+    void forget(pid_t pid);
+
+private:
+    struct FileId {
+        dev_t device;
+        ino_t inode;
+        auto operator<=>(const FileId &) const = default;
+    };
+    struct Placement { // an object, in one process or in all
+        FileId file;
+        pid_t scope;
+        auto operator<=>(const Placement &) const = default;
+    };
+    struct MappedObject {
+        std::string path; // as seen from the tracer
+        Placement placement;
+        std::shared_ptr<const std::vector<UsdtProbe>> probes;
+    };
+
+    std::vector<MappedObject> objects_of(pid_t pid);
+    std::shared_ptr<const std::vector<UsdtProbe>> probes_of(const FileId &file,
+                                                            const std::string &path);
+    int attach_fixed_probes(const MappedObject &object, const std::string &interpreter);
+    int attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
+                    size_t &attached);
+    bool user_event_probe_compatible(const UsdtProbe &probe) const;
+    pid_t scope_of(pid_t pid) const { return system_wide_ ? KernelProgram::kAllProcesses : pid; }
+
+    KernelProgram &kernel_;
+    KernelProgram::Config config_;
+    bool system_wide_;
+    std::vector<std::string> specs_;
+    std::map<FileId, std::shared_ptr<const std::vector<UsdtProbe>>> notes_;
+    std::set<Placement> scanned_;
+    std::set<std::pair<Placement, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
+    std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
+    std::map<std::string, trace_event_id_t> usdt_ids_;
+};
+
+// The dynamic linker (PT_INTERP) named by an executable, or "" for a static
+// executable or an unreadable file.
+std::string interpreter_of(const std::string &executable);
+
+} // namespace posixtrace
