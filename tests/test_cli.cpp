@@ -123,7 +123,16 @@ TEST_CASE("cli: bad input gives one line on stderr and a non-zero status", "[cli
         {"record -- /nonexistent/command", "cannot run /nonexistent/command", 127},
         {"record", "give -p PID or -- COMMAND", 1},
         {"probes /etc/passwd", "not an ELF file", 1},
+        {"probes /nonexistent/file", "/nonexistent/file: No such file or directory", 1},
+        {"probes /tmp/posixtrace-truncated.elf", "not an ELF file (or a damaged one)", 1},
+        {"record --events usdt:libstdcxx:nope -- /bin/true", "no USDT probe libstdcxx:nope", 1},
     };
+    { // an ELF file cut short: its section headers are past the end
+        std::ifstream whole("/usr/bin/python3.11", std::ios::binary);
+        std::vector<char> head(4096);
+        whole.read(head.data(), std::streamsize(head.size()));
+        std::ofstream("/tmp/posixtrace-truncated.elf", std::ios::binary).write(head.data(), 4096);
+    }
     for (const auto &c : cases) {
         INFO(c.arguments);
         Run run = run_cli(c.arguments);
@@ -155,4 +164,48 @@ TEST_CASE("cli: record --usdt-arg-str decodes python:audit's event name in the k
     Run bad = run_cli("record --events usdt:python:audit --usdt-arg-str python:audit -- /bin/true");
     CHECK(bad.status == 1);
     CHECK(bad.err.find("PROVIDER:NAME:INDEX") != std::string::npos);
+}
+
+namespace {
+std::string helper_path(const char *name)
+{
+    std::string cli = cli_path();
+    return cli.substr(0, cli.rfind("/bin/")) + "/tests/helpers/" + name;
+}
+} // namespace
+
+TEST_CASE("cli: record -- CMD sees the probes of the libraries the command loads", "[cli]")
+{
+    // libstdc++'s probes: the command is held at its exec, before its
+    // dynamic linker maps libstdc++, and none of its 100 throws is missed.
+    Run run = run_cli("record --events usdt:libstdcxx:throw,usdt:libstdcxx:catch -- " +
+                      helper_path("thrower") + " 100");
+    CHECK(run.status == 0);
+    auto lines = run.lines();
+    CHECK(count_containing(lines, " libstdcxx:throw ") == 100);
+    CHECK(count_containing(lines, " libstdcxx:catch ") == 100);
+    CHECK(run.err.find("posixtrace: 200 events, 0 lost") != std::string::npos);
+}
+
+TEST_CASE("cli: record --inherit follows children across fork and exec", "[cli]")
+{
+    const std::string command = " -- /bin/sh -c '/bin/true; exit 3'";
+    Run inherit = run_cli("record --inherit --events system" + command);
+    CHECK(inherit.status == 3);
+    auto lines = inherit.lines();
+    CHECK(count_containing(lines, " process_fork ") == 1);
+    CHECK(count_containing(lines, "inherited=true") == 1);
+    CHECK(count_containing(lines, "path=\"/bin/true\"") == 1);
+    CHECK(count_containing(lines, " process_exit ") == 2);
+    CHECK(count_containing(lines, "exit_code=0") == 1); // /bin/true
+    CHECK(count_containing(lines, "exit_code=3") == 1); // the shell
+
+    Run alone = run_cli("record --json --events system" + command);
+    CHECK(alone.status == 3);
+    lines = alone.lines();
+    CHECK(count_containing(lines, "\"event\":\"process_fork\"") == 1);
+    CHECK(count_containing(lines, "\"inherited\":false") == 1);
+    CHECK(count_containing(lines, "\"event\":\"process_exec\"") == 0);
+    CHECK(count_containing(lines, "\"event\":\"process_exit\"") == 1);
+    CHECK(count_containing(lines, "\"exit_code\":3") == 1);
 }

@@ -288,3 +288,44 @@ TEST_CASE("exit: the stream stays readable, the exit comes last with its status"
     CHECK(more.unavailable == 1);
     CHECK(posix_trace_stop(stream.get()) == 0);
 }
+
+TEST_CASE("threads: threads the target creates while traced are traced", "[lifecycle]")
+{
+    ChildConversation python({"/usr/bin/python3.11", "-c",
+                              "import sys, threading\n"
+                              "print('ready', flush=True)\n"
+                              "sys.stdin.readline()\n"
+                              "def work():\n"
+                              "    for i in range(250): sys.audit('posixtrace.thread', i)\n"
+                              "ts = [threading.Thread(target=work) for _ in range(4)]\n"
+                              "[t.start() for t in ts]\n"
+                              "[t.join() for t in ts]\n"
+                              "print('done', flush=True)\n"
+                              "sys.stdin.readline()\n"});
+    REQUIRE(python.read_line() == "ready\n");
+    StreamGuard stream = stream_for(python.pid(), POSIX_TRACE_CLOSE_FOR_CHILD);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(stream.get(), "python:audit", &attached) == 0);
+    REQUIRE(posix_trace_usdt_decode_string(stream.get(), "python:audit", 0) == 0);
+    trace_event_id_t audit = *type_named(stream.get(), "python:audit");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    python.say("go\n");
+    REQUIRE(python.read_line() == "done\n");
+    python.say("bye\n");
+
+    auto events = read_until_exit_of(stream.get(), python.pid());
+    std::map<pid_t, size_t> per_thread;
+    for (const auto &e : events) {
+        if (e.info.posix_event_id != audit)
+            continue;
+        // [2 arguments][string NUL][argument count]
+        std::string name(reinterpret_cast<const char *>(e.data.data()) + 16);
+        if (name == "posixtrace.thread")
+            ++per_thread[e.info.posix_tid];
+    }
+    CHECK(per_thread.size() == 4);
+    for (const auto &[tid, count] : per_thread) {
+        CHECK(tid != python.pid());
+        CHECK(count == 250);
+    }
+}

@@ -2,9 +2,13 @@
 
 #include <posix_trace/events.h>
 
+#include <sys/wait.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace posixtrace::cli {
 namespace {
@@ -82,6 +86,52 @@ bool split_string(const unsigned char *data, size_t length, size_t &args_length,
     return text.size() == length - args_length - 2;
 }
 
+// The decoded fields of the events the implementation defines (process
+// lifecycle), as key and JSON value; none for other events.
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+template <class T> bool read_as(const unsigned char *data, size_t length, T &value)
+{
+    if (length < sizeof value)
+        return false;
+    std::memcpy(&value, data, sizeof value);
+    return true;
+}
+
+Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *data, size_t length)
+{
+    Fields fields;
+    switch (info.posix_event_id) {
+    case POSIX_TRACE_PROCESS_FORK: {
+        posix_trace_process_fork_data fork;
+        if (read_as(data, length, fork)) {
+            fields.emplace_back("child", std::to_string(fork.child_pid));
+            fields.emplace_back("inherited", fork.inherited ? "true" : "false");
+        }
+        break;
+    }
+    case POSIX_TRACE_PROCESS_EXEC: {
+        posix_trace_process_exec_data exec;
+        if (read_as(data, length, exec) && length > sizeof exec && data[length - 1] == '\0')
+            fields.emplace_back("path", json_string(reinterpret_cast<const char *>(data + sizeof exec)));
+        break;
+    }
+    case POSIX_TRACE_PROCESS_EXIT: {
+        posix_trace_process_exit_data exit;
+        if (read_as(data, length, exit)) {
+            if (WIFSIGNALED(exit.wait_status))
+                fields.emplace_back("signal", std::to_string(WTERMSIG(exit.wait_status)));
+            else
+                fields.emplace_back("exit_code", std::to_string(WEXITSTATUS(exit.wait_status)));
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return fields;
+}
+
 uint64_t nanoseconds(const timespec &ts) { return uint64_t(ts.tv_sec) * 1000000000u + ts.tv_nsec; }
 
 } // namespace
@@ -105,7 +155,10 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
         line += "lost=" + std::to_string(overflow.lost);
-    } else if (length)
+    } else if (Fields fields = decoded_fields(info, data, length); !fields.empty()) {
+        for (size_t i = 0; i < fields.size(); ++i)
+            line += (i ? " " : "") + fields[i].first + "=" + fields[i].second;
+    } else if (length && !is_usdt(info))
         line += "data=" + hex(data, length);
     if (info.posix_truncation_status != POSIX_TRACE_NOT_TRUNCATED)
         line += std::string(" truncated=") + truncation(info.posix_truncation_status);
@@ -129,6 +182,8 @@ std::string format_json(const posix_trace_event_info &info, const std::string &n
         json += ",\"args\":[" + usdt_args(data, args_length, ",") + "]";
     if (has_text)
         json += ",\"str\":" + json_string(text);
+    for (const auto &[key, value] : decoded_fields(info, data, length))
+        json += ",\"" + key + "\":" + value;
     return json + "}";
 }
 

@@ -71,8 +71,7 @@ void add_probes_command(CLI::App &app)
     command->footer("Examples:\n  posixtrace probes /usr/bin/python3.11\n  posixtrace probes -p 1234");
     auto *pid = command->add_option("-p,--pid", options->pid, "Process whose mapped objects to list")
                     ->check(CLI::PositiveNumber);
-    auto *binary = command->add_option("binary", options->binary, "ELF executable or library")
-                       ->check(CLI::ExistingFile);
+    auto *binary = command->add_option("binary", options->binary, "ELF executable or library");
     pid->excludes(binary);
     binary->excludes(pid);
     command->callback([options, command] {

@@ -127,9 +127,14 @@ void apply_selection(trace_id_t trid, const EventSelection &selection)
     // What --events leaves out is filtered in the kernel.
     trace_event_set_t filtered;
     posix_trace_eventset_empty(&filtered);
-    if (!selection.system)
-        for (trace_event_id_t id = 0; id < POSIX_TRACE_SYSTEM_EVENT_COUNT; ++id)
-            posix_trace_eventset_add(id, &filtered);
+    int is_member = 0;
+    if (!selection.system) {
+        trace_event_set_t system;
+        posix_trace_eventset_fill(&system, POSIX_TRACE_SYSTEM_EVENTS);
+        for (trace_event_id_t id = 0; id < POSIX_TRACE_TD_EVENT_FIRST; ++id)
+            if (posix_trace_eventset_ismember(id, &system, &is_member) == 0 && is_member)
+                posix_trace_eventset_add(id, &filtered);
+    }
     if (!selection.user)
         for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST; ++id)
             posix_trace_eventset_add(id, &filtered);
@@ -299,8 +304,6 @@ int run(const RecordOptions &options)
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
     if (selection.thread_events && options.events != RecordOptions{}.events)
         std::fprintf(stderr, "posixtrace: thread events (td) are not available yet; ignored\n");
-    if (options.inherit)
-        std::fprintf(stderr, "posixtrace: --inherit is not available yet; children are not traced\n");
 
     bool own_child = !options.command.empty();
     if (!own_child)
@@ -310,6 +313,8 @@ int run(const RecordOptions &options)
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
     posix_trace_attr_setmaxdatasize(&attr, 8192);
+    posix_trace_attr_setinherited(&attr, options.inherit ? POSIX_TRACE_INHERITED
+                                                         : POSIX_TRACE_CLOSE_FOR_CHILD);
     // Room for bursts while the output catches up (a terminal or a pipe
     // prints slower than a probe fires).
     posix_trace_attr_setstreamsize(&attr, kRecordStreamBytes);
@@ -375,13 +380,16 @@ void add_record_command(CLI::App &app)
                     "  posixtrace record -p 1234\n"
                     "  posixtrace record --events usdt:python:audit --usdt-arg-str python:audit:0 \\\n"
                     "      -- python3.11 script.py\n"
-                    "  posixtrace record -p 1234 --duration 5 --json");
+                    "  posixtrace record -p 1234 --duration 5 --json\n"
+                    "  posixtrace record --inherit --events usdt,system -- make -j2");
     command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
     command->add_option("-o,--output", options->output, "Write a trace log (not yet available)");
     command->add_option("--events", options->events,
                         "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")
         ->capture_default_str();
-    command->add_flag("--inherit", options->inherit, "Also trace children (not yet available)");
+    command->add_flag("--inherit", options->inherit,
+                      "Also trace the processes the target creates from now on, from their first "
+                      "instruction (decided in the kernel at fork)");
     command->add_option("--duration", options->duration, "Stop after this many seconds")
         ->check(CLI::PositiveNumber);
     command->add_flag("--json", options->json, "One JSON object per event");

@@ -96,7 +96,9 @@ bool RemoteUserEventNames::locate()
     uint64_t value = 0, first_load = 0;
     auto base = mapping_base(pid_, object_);
     std::string file = "/proc/" + std::to_string(pid_) + "/root" + object_;
-    if (!base || !symbol_and_first_load(file, kUserEventTableSymbol, value, first_load)) {
+    if (!base)
+        return false; // not mapped yet: the process is held before its dynamic linker ran
+    if (!symbol_and_first_load(file, kUserEventTableSymbol, value, first_load)) {
         locate_failed_ = true;
         return false;
     }

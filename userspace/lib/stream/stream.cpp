@@ -16,6 +16,7 @@
 
 #include "events/event_names.hpp"
 #include "events/event_set.hpp"
+#include "usdt/pending_libraries.hpp"
 #include "usdt/usdt_notes.hpp"
 #include "util/clock.hpp"
 #include "util/process_id.hpp"
@@ -56,8 +57,8 @@ bool valid_abstime(const timespec *t)
 uint64_t monotonic_now() { return clock_nanos(CLOCK_MONOTONIC); }
 
 // The object mapped in `pid` that holds the posix_trace:event probe, as its
-// path in /proc/PID/maps: the shared library when the process loaded it,
-// else its executable when that has the probe (linked with libposixtrace.a);
+// path in /proc/PID/maps: the shared library when the process loaded it (or
+// is about to, held at its exec), else its executable when that has the probe (linked with libposixtrace.a);
 // empty when neither.
 std::string user_event_object_of(pid_t pid)
 {
@@ -69,6 +70,10 @@ std::string user_event_object_of(pid_t pid)
         if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
             return line.substr(slash);
     }
+    std::string root = proc + "/root";
+    for (const auto &library : pending_libraries(pid))
+        if (library.find("libposixtrace.so", root.size()) != std::string::npos)
+            return library.substr(root.size());
     char exe[4096];
     ssize_t length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
     if (length <= 0)

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "usdt/pending_libraries.hpp"
 #include "util/elf_file.hpp"
 
 namespace posixtrace {
@@ -54,17 +55,33 @@ std::shared_ptr<const std::vector<UsdtProbe>> ProbeAttacher::probes_of(const Fil
     return cached;
 }
 
+const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
+{
+    auto found = pending_.find(pid);
+    if (found == pending_.end())
+        found = pending_.emplace(pid, pending_libraries(pid)).first;
+    return found->second;
+}
+
 std::vector<ProbeAttacher::MappedObject> ProbeAttacher::objects_of(pid_t pid)
 {
     std::vector<MappedObject> objects;
-    for (auto &path : mapped_executable_objects(pid)) {
+    auto mapped = mapped_executable_objects(pid);
+    if (mapped.empty())
+        return objects;
+    std::set<FileId> seen;
+    auto add = [&](const std::string &path) {
         auto id = identify(path);
         if (!id)
-            continue; // unmapped meanwhile, or the process is gone
+            return; // unmapped meanwhile, or the process is gone
         FileId file{id->first, id->second};
-        auto probes = probes_of(file, path);
-        objects.push_back({std::move(path), {file, scope_of(pid)}, std::move(probes)});
-    }
+        if (seen.insert(file).second)
+            objects.push_back({path, {file, scope_of(pid)}, probes_of(file, path)});
+    };
+    for (const auto &path : mapped)
+        add(path);
+    for (const auto &path : pending_libraries_of(pid))
+        add(path);
     return objects;
 }
 
@@ -171,6 +188,7 @@ int ProbeAttacher::add_usdt_spec(pid_t pid, const std::string &spec, size_t &att
 
 void ProbeAttacher::forget(pid_t pid)
 {
+    pending_.erase(pid);
     if (system_wide_)
         return; // attachments are shared by every traced process
     std::erase_if(scanned_, [pid](const Placement &p) { return p.scope == pid; });

@@ -29,9 +29,10 @@ public:
     {
     }
 
-    // Attaches what is due in the objects `pid` maps now. 0, ESRCH (no such
-    // process, or one that maps nothing: a kernel thread), or the error of
-    // attaching the user-event probe.
+    // Attaches what is due in the objects `pid` maps now and, when it is held
+    // before its dynamic linker ran, in the libraries it is about to load.
+    // 0, ESRCH (no such process, or one that maps nothing: a kernel thread),
+    // or the error of attaching the user-event probe.
     int refresh(pid_t pid);
 
     // Attaches the probes matching `spec` ("PROVIDER:NAME", "PROVIDER:*",
@@ -65,6 +66,7 @@ private:
     };
 
     std::vector<MappedObject> objects_of(pid_t pid);
+    const std::vector<std::string> &pending_libraries_of(pid_t pid);
     std::shared_ptr<const std::vector<UsdtProbe>> probes_of(const FileId &file,
                                                             const std::string &path);
     int attach_fixed_probes(const MappedObject &object, const std::string &interpreter);
@@ -82,6 +84,7 @@ private:
     std::set<std::pair<Placement, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
     std::map<std::string, trace_event_id_t> usdt_ids_;
+    std::map<pid_t, std::vector<std::string>> pending_; // asked once per process
 };
 
 // The dynamic linker (PT_INTERP) named by an executable, or "" for a static

@@ -137,6 +137,29 @@ std::optional<std::vector<UsdtArgument>> parse_usdt_arguments(const std::string 
     return arguments;
 }
 
+// Every section the file's header announces lies within the file: a file
+// cut short (a partial copy, a download that stopped) is damaged, not a file
+// without probes.
+static bool sections_within_file(Elf *elf)
+{
+    size_t file_size = 0;
+    GElf_Ehdr header;
+    if (!elf_rawfile(elf, &file_size) || !gelf_getehdr(elf, &header))
+        return false;
+    size_t count = 0;
+    if (elf_getshdrnum(elf, &count) != 0 || header.e_shoff > file_size ||
+        count * header.e_shentsize > file_size - header.e_shoff)
+        return false;
+    for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(section, &sh))
+            return false;
+        if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > file_size || sh.sh_size > file_size - sh.sh_offset))
+            return false;
+    }
+    return true;
+}
+
 int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
 {
     errno = 0;
@@ -146,7 +169,7 @@ int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
     if (!elf.valid() || gelf_getclass(elf.get()) != ELFCLASS64)
         return ENOEXEC;
     size_t section_names;
-    if (elf_getshdrstrndx(elf.get(), &section_names) != 0)
+    if (elf_getshdrstrndx(elf.get(), &section_names) != 0 || !sections_within_file(elf.get()))
         return ENOEXEC;
 
     probes.clear();
