@@ -245,3 +245,65 @@ TEST_CASE("usdt: an application's own probes placed with posix_trace/usdt.h", "[
     app.say("bye\n");
     REQUIRE(posix_trace_shutdown(trid) == 0);
 }
+
+// Two tracers of one process, each with its own probes, filter and size.
+TEST_CASE("usdt: two streams trace the same process independently", "[usdt]")
+{
+    PythonWorkload python;
+    trace_attr_t small;
+    REQUIRE(posix_trace_attr_init(&small) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&small, 1u << 20) == 0);
+    trace_id_t audits = 0, collections = 0;
+    REQUIRE(posix_trace_create(python.pid(), &small, &audits) == 0);
+    test_support::StreamGuard audits_guard(audits);
+    REQUIRE(posix_trace_create(python.pid(), nullptr, &collections) == 0);
+    test_support::StreamGuard collections_guard(collections);
+    posix_trace_attr_destroy(&small);
+
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(audits, "python:audit", &attached) == 0);
+    REQUIRE(posix_trace_usdt_decode_string(audits, "python:audit", 0) == 0);
+    REQUIRE(posix_trace_usdt_attach(collections, "python:*", &attached) == 0);
+    // The second stream keeps only the collections: audits filtered out.
+    trace_event_id_t audit_in_second = 0;
+    REQUIRE(posix_trace_eventtypelist_rewind(collections) == 0);
+    for (int unavailable = 0;;) {
+        trace_event_id_t id;
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventtypelist_getnext_id(collections, &id, &unavailable) == 0);
+        if (unavailable)
+            break;
+        if (posix_trace_eventid_get_name(collections, id, name) == 0 && std::string(name) == "python:audit")
+            audit_in_second = id;
+    }
+    REQUIRE(audit_in_second != 0);
+    trace_event_set_t no_audits;
+    posix_trace_eventset_empty(&no_audits);
+    posix_trace_eventset_add(audit_in_second, &no_audits);
+    REQUIRE(posix_trace_set_filter(collections, &no_audits, POSIX_TRACE_SET_EVENTSET) == 0);
+
+    REQUIRE(posix_trace_start(audits) == 0);
+    REQUIRE(posix_trace_start(collections) == 0);
+    python.run_and_wait();
+    REQUIRE(posix_trace_stop(audits) == 0);
+    REQUIRE(posix_trace_stop(collections) == 0);
+
+    auto names_in = [](trace_id_t trid) {
+        std::map<std::string, int> counts;
+        for (const auto &event : test_support::read_available(trid)) {
+            char name[TRACE_EVENT_NAME_MAX];
+            REQUIRE(posix_trace_eventid_get_name(trid, event.info.posix_event_id, name) == 0);
+            std::string key = name;
+            if (key == "python:audit" && event.data.size() > 16)
+                key += std::string("/") + reinterpret_cast<const char *>(event.data.data() + 16);
+            counts[key]++;
+        }
+        return counts;
+    };
+    auto first = names_in(audits), second = names_in(collections);
+    CHECK(first["python:audit/posixtrace.test"] == 1000);
+    CHECK(first.count("python:gc__start") == 0);
+    CHECK(second["python:gc__start"] >= 100);
+    CHECK(second.count("python:audit") == 0);
+    CHECK(second.count("python:audit/posixtrace.test") == 0);
+}
