@@ -375,6 +375,260 @@ int usdt_event(struct pt_regs *ctx)
     return 0;
 }
 
+/* ---- thread events (TD_*) ------------------------------------------------
+ * The libc_db thread event facility, generated from the scheduler, signal
+ * and futex tracepoints for the threads of the traced processes. What each
+ * event means, and its data, is defined in <posix_trace/thread_db.h>.
+ */
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PT_MAX_TD_THREADS);
+    __type(key, __u32); /* tid */
+    __type(value, struct pt_td_thread);
+} td_threads SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PT_MAX_TRACED_PROCESSES);
+    __type(key, __u32); /* tgid */
+    __type(value, struct pt_td_process);
+} td_processes SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, PT_MAX_TD_THREADS);
+    __type(key, __u32); /* tid */
+    __type(value, struct pt_td_message);
+} td_messages SEC(".maps");
+
+/* The futex a thread entered a wait on, for td_timeout at the exit. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PT_MAX_TD_THREADS);
+    __type(key, __u32); /* tid */
+    __type(value, __u64);
+} futex_waits SEC(".maps");
+
+/* The seed's rule, when a thread agent controls the process: reported if
+ * and only if the thread has reporting enabled and the type is in its mask
+ * or in the global mask; the thread's message buffer then keeps it. With no
+ * agent, every thread reports (the stream's filter alone decides). */
+static __always_inline bool td_reported(__u32 tgid, __u32 tid, __u32 type, __u64 value)
+{
+    struct pt_td_process *process = bpf_map_lookup_elem(&td_processes, &tgid);
+    struct pt_td_thread *thread;
+    struct pt_td_message message = {};
+    __u32 bit = 1u << ((type - 1) & 31);
+
+    if (!process)
+        return true;
+    thread = bpf_map_lookup_elem(&td_threads, &tid);
+    if (!thread || !thread->enabled || !((thread->mask | process->global_mask) & bit))
+        return false;
+    message.tgid = tgid;
+    message.event = type;
+    message.data = value;
+    bpf_map_update_elem(&td_messages, &tid, &message, BPF_ANY);
+    return true;
+}
+
+static __always_inline __u64 task_pthread_id(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+    return BPF_CORE_READ(task, thread.fsbase);
+#else
+    return 0;
+#endif
+}
+
+/* Records TD event `type` about `task`, a thread of a traced process. A
+ * subprogram, not inlined: the scheduler programs call it several times. */
+static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value, __u64 value2)
+{
+    __u32 zero = 0, cpu, event_id = PT_TD_EVENT_ID_FIRST + type - 1, state_now = stream_state;
+    __u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+    struct pt_cpu_state *state;
+    struct pt_record *record;
+    struct pt_td_data *data;
+    struct pt_regs *user_regs;
+    __u64 wakeup;
+    void *ring;
+
+    if (state_now == PT_STREAM_SUSPENDED || !td_reported(tgid, tid, type, value) ||
+        event_filtered(event_id))
+        return;
+    state = bpf_map_lookup_elem(&cpu_states, &zero);
+    if (!state)
+        return;
+    if (state_now == PT_STREAM_FULL) {
+        __sync_fetch_and_add(&state->refused_full, 1);
+        return;
+    }
+    cpu = bpf_get_smp_processor_id();
+    ring = bpf_map_lookup_elem(&rings, &cpu);
+    if (!ring)
+        return;
+    wakeup = wakeup_flag(ring, state, 0);
+    record = bpf_ringbuf_reserve(ring, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data), 0);
+    if (!record) {
+        count_lost(state);
+        return;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    data = (struct pt_td_data *)record->data;
+    data->tid = tid;
+    data->cpu = cpu;
+    data->pthread_id = task_pthread_id(task);
+    data->value = value;
+    data->value2 = value2;
+    BPF_CORE_READ_STR_INTO(&data->name, task, comm);
+    user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    record->thread_id = data->pthread_id;
+    record->prog_address = user_regs ? BPF_CORE_READ(user_regs, ip) : 0;
+    record->pid = tgid;
+    record->tid = tid;
+    record->event_id = event_id;
+    record->data_len = sizeof(struct pt_td_data);
+    record->lost_before = take_unreported(state);
+    record->flags = 0;
+    record->cpu = cpu;
+    bpf_ringbuf_submit(record, wakeup);
+}
+
+static __always_inline bool thread_traced(struct task_struct *task)
+{
+    /* pid 0 is a CPU's idle task, never a traced thread */
+    return BPF_CORE_READ(task, pid) != 0 && process_traced(BPF_CORE_READ(task, tgid));
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(td_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
+{
+    __u32 next_tid = BPF_CORE_READ(next, pid);
+
+    if (stream_state == PT_STREAM_SUSPENDED)
+        return 0;
+    if (thread_traced(prev)) {
+        td_emit(prev, PT_TD_SWITCHFROM, prev_state, next_tid);
+        /* as the kernel counts voluntary and involuntary switches */
+        if (!preempt && prev_state != 0)
+            td_emit(prev, PT_TD_SLEEP, prev_state, next_tid);
+        else
+            td_emit(prev, PT_TD_PREEMPT, prev_state, next_tid);
+        if (next_tid == 0)
+            td_emit(prev, PT_TD_IDLE, bpf_get_smp_processor_id(), 0);
+    }
+    if (thread_traced(next))
+        td_emit(next, PT_TD_SWITCHTO, BPF_CORE_READ(prev, pid), 0);
+    return 0;
+}
+
+static __always_inline void td_ready(struct task_struct *task)
+{
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
+        return;
+    td_emit(task, PT_TD_READY, (__u32)bpf_get_current_pid_tgid(), BPF_CORE_READ(task, wake_cpu));
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(td_sched_wakeup, struct task_struct *task)
+{
+    td_ready(task);
+    return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(td_sched_wakeup_new, struct task_struct *task)
+{
+    td_ready(task);
+    return 0;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(td_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *action)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
+        return 0;
+    td_emit(task, PT_TD_CATCHSIG, sig, info ? BPF_CORE_READ(info, si_code) : 0);
+    return 0;
+}
+
+SEC("tp_btf/sched_pi_setprio")
+int BPF_PROG(td_pi_setprio, struct task_struct *task, struct task_struct *pi_task)
+{
+    int normal, boosted;
+
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
+        return 0;
+    normal = BPF_CORE_READ(task, normal_prio);
+    boosted = pi_task ? BPF_CORE_READ(pi_task, prio) : normal;
+    if (boosted >= normal)
+        return 0; /* back to its own priority, or no boost */
+    /* kernel prio 0..99 is real-time: sched_priority 99..0 */
+    td_emit(task, PT_TD_PRI_INHERIT, boosted < 100 ? 99 - boosted : 0, boosted);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(td_process_free, struct task_struct *task)
+{
+    __u32 tid = BPF_CORE_READ(task, pid);
+
+    if (thread_traced(task))
+        td_emit(task, PT_TD_REAP, 0, 0);
+    bpf_map_delete_elem(&td_threads, &tid);
+    bpf_map_delete_elem(&futex_waits, &tid);
+    return 0;
+}
+
+/* futex(2) operations that block the caller (FUTEX_CMD_MASK applied) */
+#define PT_FUTEX_WAIT 0
+#define PT_FUTEX_LOCK_PI 6
+#define PT_FUTEX_WAIT_BITSET 9
+#define PT_FUTEX_WAIT_REQUEUE_PI 11
+#define PT_FUTEX_LOCK_PI2 13
+#define PT_FUTEX_CMD_MASK 0x7f
+
+SEC("tracepoint/syscalls/sys_enter_futex")
+int td_futex_enter(struct trace_event_raw_sys_enter *ctx)
+{
+    struct task_struct *task;
+    __u64 uaddr = ctx->args[0];
+    __u32 op = ctx->args[1], command = op & PT_FUTEX_CMD_MASK, tid;
+
+    if (stream_state == PT_STREAM_SUSPENDED)
+        return 0;
+    if (command != PT_FUTEX_WAIT && command != PT_FUTEX_WAIT_BITSET && command != PT_FUTEX_LOCK_PI &&
+        command != PT_FUTEX_LOCK_PI2 && command != PT_FUTEX_WAIT_REQUEUE_PI)
+        return 0;
+    task = bpf_get_current_task_btf();
+    if (!thread_traced(task))
+        return 0;
+    tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_update_elem(&futex_waits, &tid, &uaddr, BPF_ANY);
+    td_emit(task, PT_TD_LOCK_TRY, uaddr, op);
+    return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex")
+int td_futex_exit(struct trace_event_raw_sys_exit *ctx)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64 *waited = bpf_map_lookup_elem(&futex_waits, &tid), uaddr;
+
+    if (!waited)
+        return 0;
+    uaddr = *waited;
+    bpf_map_delete_elem(&futex_waits, &tid);
+    if (ctx->ret == -110 /* ETIMEDOUT */)
+        td_emit(bpf_get_current_task_btf(), PT_TD_TIMEOUT, uaddr, 0);
+    return 0;
+}
+
 /* ---- process lifecycle ----------------------------------------------------
  * Fork, exec and exit of traced processes. The stream needs them whatever the
  * user records (it attaches the probes of a new image, forgets an ended
@@ -439,8 +693,15 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
     struct lifecycle l;
     struct pt_record *record;
 
-    if (child_tgid == parent_tgid || !process_traced(parent_tgid))
-        return 0; /* a new thread, or nothing of ours */
+    if (!process_traced(parent_tgid))
+        return 0;
+    if (child_tgid == parent_tgid) { /* a new thread of a traced process */
+        if (stream_state != PT_STREAM_SUSPENDED) {
+            td_emit(parent, PT_TD_CREATE, BPF_CORE_READ(child, pid), task_pthread_id(child));
+            td_emit(parent, PT_TD_CONCURRENCY, BPF_CORE_READ(parent, signal, live.counter), 0);
+        }
+        return 0;
+    }
     if (inherited)
         bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY);
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
@@ -499,8 +760,16 @@ int BPF_PROG(process_exit, struct task_struct *task)
     struct lifecycle l;
     struct pt_record *record;
 
-    if (!process_traced(tgid) || BPF_CORE_READ(task, signal, live.counter) != 0)
+    __s32 live = BPF_CORE_READ(task, signal, live.counter);
+
+    if (!process_traced(tgid))
         return 0;
+    if (stream_state != PT_STREAM_SUSPENDED) {
+        td_emit(task, PT_TD_DEATH, status, 0);
+        td_emit(task, PT_TD_CONCURRENCY, live, 0);
+    }
+    if (live != 0)
+        return 0; /* other threads remain */
     if (tgid == primary_tgid)
         primary_tgid = PT_PRIMARY_ENDED;
     else

@@ -88,6 +88,51 @@ struct pt_cpu_state {
     __u64 records;         /* records written, for pacing the fill check (not exact) */
 };
 
+/* Thread events, numbered as td_event_e in <posix_trace/thread_db.h>; the
+ * event type id of TD event n is PT_TD_EVENT_ID_FIRST + n - 1. */
+#define PT_TD_EVENT_ID_FIRST 16
+enum pt_td_event {
+    PT_TD_READY = 1, PT_TD_SLEEP, PT_TD_SWITCHTO, PT_TD_SWITCHFROM, PT_TD_LOCK_TRY,
+    PT_TD_CATCHSIG, PT_TD_IDLE, PT_TD_CREATE, PT_TD_DEATH, PT_TD_PREEMPT,
+    PT_TD_PRI_INHERIT, PT_TD_REAP, PT_TD_CONCURRENCY, PT_TD_TIMEOUT,
+};
+#define PT_TD_EVENT_COUNT 14
+
+/* Payload of every thread event record (struct td_event_data in
+ * <posix_trace/thread_db.h> is the same layout). */
+struct pt_td_data {
+    __s32 tid;          /* the thread the event is about */
+    __u32 cpu;
+    __u64 pthread_id;   /* its pthread_t: FS base on x86-64 */
+    __u64 value;        /* the event's own value */
+    __u64 value2;       /* a second value, per event */
+    char name[16];      /* the thread's name (comm) at the event */
+};
+
+/* Threads a stream can hold TD masks and messages for. */
+#define PT_MAX_TD_THREADS 65536
+
+/* Per thread (key: tid): reporting enabled, and its event mask (bit n-1 for
+ * TD event n). */
+struct pt_td_thread {
+    __u32 enabled;
+    __u32 mask;
+};
+
+/* Per process (key: tgid): present once a thread agent controls it (the
+ * seed's reporting rule then applies), with its global event mask. */
+struct pt_td_process {
+    __u32 global_mask;
+    __u32 unused;
+};
+
+/* A thread's one-slot event message buffer (key: tid). */
+struct pt_td_message {
+    __u32 tgid;
+    __u32 event; /* enum pt_td_event */
+    __u64 data;
+};
+
 /* stream_state, written by userspace */
 enum pt_stream_state {
     PT_STREAM_SUSPENDED = 0,

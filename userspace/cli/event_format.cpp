@@ -1,6 +1,7 @@
 #include "event_format.hpp"
 
 #include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 
 #include <sys/wait.h>
 
@@ -98,6 +99,83 @@ template <class T> bool read_as(const unsigned char *data, size_t length, T &val
     return true;
 }
 
+std::string hex_address(uint64_t value)
+{
+    char text[24];
+    std::snprintf(text, sizeof text, "\"%#" PRIx64 "\"", value);
+    return text;
+}
+
+std::string exit_status_field(uint64_t status, std::string &key)
+{
+    int wait_status = int(status);
+    key = WIFSIGNALED(wait_status) ? "signal" : "exit_code";
+    return std::to_string(WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : WEXITSTATUS(wait_status));
+}
+
+// td_* events: the thread's name, tid and CPU, then the event's own values
+// under the names <posix_trace/thread_db.h> gives them.
+void thread_event_fields(td_event_e event, const unsigned char *data, size_t length, Fields &fields)
+{
+    td_event_data td;
+    if (!read_as(data, length, td))
+        return;
+    td.name[sizeof td.name - 1] = '\0';
+    fields.emplace_back("thread", std::to_string(td.tid));
+    fields.emplace_back("name", json_string(td.name));
+    fields.emplace_back("cpu", std::to_string(td.cpu));
+    auto number = [](uint64_t value) { return std::to_string(value); };
+    switch (event) {
+    case TD_READY:
+        fields.emplace_back("waker", number(td.value));
+        fields.emplace_back("target_cpu", number(td.value2));
+        break;
+    case TD_SLEEP:
+    case TD_SWITCHFROM:
+        fields.emplace_back("state", number(td.value));
+        fields.emplace_back("next", number(td.value2));
+        break;
+    case TD_PREEMPT:
+        fields.emplace_back("next", number(td.value2));
+        break;
+    case TD_SWITCHTO:
+        fields.emplace_back("previous", number(td.value));
+        break;
+    case TD_LOCK_TRY:
+        fields.emplace_back("futex", hex_address(td.value));
+        fields.emplace_back("op", number(td.value2));
+        break;
+    case TD_TIMEOUT:
+        fields.emplace_back("futex", hex_address(td.value));
+        break;
+    case TD_CATCHSIG:
+        fields.emplace_back("signal", number(td.value));
+        fields.emplace_back("si_code", std::to_string(int32_t(td.value2)));
+        break;
+    case TD_IDLE:
+        break;
+    case TD_CREATE:
+        fields.emplace_back("new_thread", number(td.value));
+        fields.emplace_back("new_pthread", hex_address(td.value2));
+        break;
+    case TD_DEATH: {
+        std::string key;
+        std::string value = exit_status_field(td.value, key);
+        fields.emplace_back(key, value);
+        break;
+    }
+    case TD_PRI_INHERIT:
+        fields.emplace_back("priority", number(td.value));
+        fields.emplace_back("kernel_priority", number(td.value2));
+        break;
+    case TD_CONCURRENCY:
+        fields.emplace_back("threads", number(td.value));
+        break;
+    default:
+        break;
+    }
+}
+
 Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *data, size_t length)
 {
     Fields fields;
@@ -127,6 +205,10 @@ Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *d
         break;
     }
     default:
+        if (info.posix_event_id >= POSIX_TRACE_TD_EVENT_FIRST &&
+            info.posix_event_id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
+            thread_event_fields(td_event_e(info.posix_event_id - POSIX_TRACE_TD_EVENT_FIRST + 1),
+                                data, length, fields);
         break;
     }
     return fields;

@@ -42,7 +42,7 @@ struct EventSelection {
     bool user = false;
     bool system = false;
     std::vector<std::string> usdt; // "*" or "PROVIDER:NAME"
-    bool thread_events = false;
+    std::set<trace_event_id_t> thread_events;
 };
 
 volatile sig_atomic_t interrupted = 0;
@@ -52,6 +52,24 @@ constexpr size_t kRecordStreamBytes = 64u << 20;
 {
     std::fprintf(stderr, "posixtrace: %s\n", message.c_str());
     throw CLI::RuntimeError(status);
+}
+
+// td:NAME -> the id of td_NAME; td -> all of them.
+void add_thread_events(const std::string &item, EventSelection &selection)
+{
+    static const char *const names[POSIX_TRACE_TD_EVENT_COUNT] = {
+        "ready", "sleep", "switchto", "switchfrom", "lock_try", "catchsig", "idle",
+        "create", "death", "preempt", "pri_inherit", "reap", "concurrency", "timeout"};
+    bool known = false;
+    for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
+        if (item == "td" || item == std::string("td:") + names[i]) {
+            selection.thread_events.insert(POSIX_TRACE_TD_EVENT_FIRST + i);
+            known = true;
+        }
+    if (!known)
+        fail("unknown thread event '" + item + "' in --events (td, or td:NAME with NAME one of ready, "
+             "sleep, switchto, switchfrom, lock_try, catchsig, idle, create, death, preempt, "
+             "pri_inherit, reap, concurrency, timeout)");
 }
 
 EventSelection parse_events(const std::string &list)
@@ -69,7 +87,7 @@ EventSelection parse_events(const std::string &list)
         else if (item.rfind("usdt:", 0) == 0 && item.find(':', 5) != std::string::npos)
             selection.usdt.push_back(item.substr(5));
         else if (item == "td" || item.rfind("td:", 0) == 0)
-            selection.thread_events = true;
+            add_thread_events(item, selection);
         else
             fail("unknown event class '" + item + "' in --events (user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system)");
     }
@@ -135,6 +153,10 @@ void apply_selection(trace_id_t trid, const EventSelection &selection)
             if (posix_trace_eventset_ismember(id, &system, &is_member) == 0 && is_member)
                 posix_trace_eventset_add(id, &filtered);
     }
+    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
+         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
+        if (!selection.thread_events.count(id))
+            posix_trace_eventset_add(id, &filtered);
     if (!selection.user)
         for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST; ++id)
             posix_trace_eventset_add(id, &filtered);
@@ -302,8 +324,6 @@ int run(const RecordOptions &options)
         fail("give -p PID or -- COMMAND [ARGS...]");
     EventSelection selection = parse_events(options.events);
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
-    if (selection.thread_events && options.events != RecordOptions{}.events)
-        std::fprintf(stderr, "posixtrace: thread events (td) are not available yet; ignored\n");
 
     bool own_child = !options.command.empty();
     if (!own_child)

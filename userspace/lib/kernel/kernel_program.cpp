@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -89,7 +90,7 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
 
     skel->bss->max_data_size = config.max_data_size;
     skel->bss->wakeup_threshold = config.ring_bytes / 4;
-    if (int err = program->attach_lifecycle_programs())
+    if (int err = program->attach_kernel_event_programs())
         return err;
     out = std::move(program);
     return 0;
@@ -113,10 +114,13 @@ int KernelProgram::trace_process(pid_t tgid)
     return 0;
 }
 
-int KernelProgram::attach_lifecycle_programs()
+int KernelProgram::attach_kernel_event_programs()
 {
-    for (bpf_program *program : {skeleton_->progs.process_fork, skeleton_->progs.process_exec,
-                                 skeleton_->progs.process_exit}) {
+    auto &progs = skeleton_->progs;
+    for (bpf_program *program :
+         {progs.process_fork, progs.process_exec, progs.process_exit, progs.td_sched_switch,
+          progs.td_sched_wakeup, progs.td_sched_wakeup_new, progs.td_signal_deliver,
+          progs.td_pi_setprio, progs.td_process_free, progs.td_futex_enter, progs.td_futex_exit}) {
         bpf_link *link = bpf_program__attach(program);
         if (!link)
             return errno_from(-errno);
@@ -183,6 +187,95 @@ void KernelProgram::set_filter(const trace_event_set_t &filtered)
     for (size_t i = 0; i < PT_FILTER_WORDS; ++i)
         __atomic_store_n(&skeleton_->bss->event_filter[i], filtered.__bits[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+bool KernelProgram::traces_process(pid_t tgid) const
+{
+    uint32_t primary = skeleton_->bss->primary_tgid;
+    __u32 key = tgid, value;
+    return uint32_t(tgid) == primary ||
+           bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value) == 0;
+}
+
+int KernelProgram::set_td_process(pid_t tgid, const pt_td_process &process)
+{
+    __u32 key = tgid;
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process, BPF_ANY))
+        return errno_from(-errno);
+    return 0;
+}
+
+void KernelProgram::remove_td_process(pid_t tgid)
+{
+    __u32 key = tgid;
+    bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.td_processes), &key);
+}
+
+std::optional<pt_td_process> KernelProgram::td_process(pid_t tgid) const
+{
+    __u32 key = tgid;
+    pt_td_process process;
+    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process))
+        return std::nullopt;
+    return process;
+}
+
+int KernelProgram::set_td_thread(pid_t tid, const pt_td_thread &thread)
+{
+    __u32 key = tid;
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread, BPF_ANY))
+        return errno_from(-errno);
+    return 0;
+}
+
+std::optional<pt_td_thread> KernelProgram::td_thread(pid_t tid) const
+{
+    __u32 key = tid;
+    pt_td_thread thread;
+    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread))
+        return std::nullopt;
+    return thread;
+}
+
+void KernelProgram::remove_td_threads_of(pid_t tgid)
+{
+    // The thread table has no tgid: ask /proc for the process's threads.
+    std::string tasks = "/proc/" + std::to_string(tgid) + "/task";
+    if (DIR *dir = opendir(tasks.c_str())) {
+        while (dirent *entry = readdir(dir)) {
+            __u32 key = uint32_t(std::strtoul(entry->d_name, nullptr, 10));
+            if (key)
+                bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.td_threads), &key);
+        }
+        closedir(dir);
+    }
+}
+
+std::optional<pt_td_message> KernelProgram::take_td_message(pid_t tid)
+{
+    __u32 key = tid;
+    pt_td_message message;
+    if (bpf_map_lookup_and_delete_elem(bpf_map__fd(skeleton_->maps.td_messages), &key, &message))
+        return std::nullopt;
+    return message;
+}
+
+std::optional<std::pair<pid_t, pt_td_message>> KernelProgram::take_any_td_message(pid_t tgid)
+{
+    int fd = bpf_map__fd(skeleton_->maps.td_messages);
+    __u32 key = 0, next;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        pt_td_message message;
+        if (bpf_map_lookup_elem(fd, &key, &message) != 0 || message.tgid != uint32_t(tgid))
+            continue;
+        // Another reader may take it first: then look further.
+        if (bpf_map_lookup_and_delete_elem(fd, &key, &message) == 0 && message.tgid == uint32_t(tgid))
+            return std::pair{pid_t(key), message};
+    }
+    return std::nullopt;
 }
 
 namespace {

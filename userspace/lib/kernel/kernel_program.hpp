@@ -68,6 +68,23 @@ public:
     void set_state(pt_stream_state state);
     void set_filter(const trace_event_set_t &filtered);
 
+    // Whether the kernel side traces process `tgid` now.
+    bool traces_process(pid_t tgid) const;
+
+    // ---- thread events: the masks and message buffers of the seed, in maps.
+    // A process gets the seed's reporting rule once it has an entry.
+    int set_td_process(pid_t tgid, const pt_td_process &process);
+    void remove_td_process(pid_t tgid);
+    std::optional<pt_td_process> td_process(pid_t tgid) const;
+    // 0, E2BIG (the per-thread table is full), or another errno.
+    int set_td_thread(pid_t tid, const pt_td_thread &thread);
+    std::optional<pt_td_thread> td_thread(pid_t tid) const;
+    void remove_td_threads_of(pid_t tgid);
+    // Takes (reads and removes, atomically) thread `tid`'s message.
+    std::optional<pt_td_message> take_td_message(pid_t tid);
+    // Takes the message of some thread of process `tgid`.
+    std::optional<std::pair<pid_t, pt_td_message>> take_any_td_message(pid_t tgid);
+
     int cpu_count() const { return int(ring_fds_.size()); }
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
@@ -86,7 +103,7 @@ private:
         void operator()(bpf_link *link) const;
     };
 
-    int attach_lifecycle_programs();
+    int attach_kernel_event_programs();
 
     Config config_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;

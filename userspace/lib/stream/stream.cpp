@@ -18,6 +18,7 @@
 #include "events/event_set.hpp"
 #include "usdt/pending_libraries.hpp"
 #include "usdt/usdt_notes.hpp"
+#include "threads/td_notify.hpp"
 #include "util/clock.hpp"
 #include "util/process_id.hpp"
 
@@ -416,6 +417,8 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
 {
     if (is_lifecycle_record(record))
         follow_lifecycle_locked(record);
+    else if (is_thread_event(record) && thread_agents_.count(pid_t(record.pid)))
+        td_report(record.event_id - POSIX_TRACE_TD_EVENT_FIRST + 1);
     if (record.flags & PT_RECORD_NOTICE_ONLY)
         return;
     if (record.lost_before) {
@@ -434,6 +437,12 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         return;
     }
     store_locked(record, data);
+}
+
+bool Stream::is_thread_event(const pt_record &record)
+{
+    return record.cpu != UINT16_MAX && record.event_id >= POSIX_TRACE_TD_EVENT_FIRST &&
+           record.event_id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT;
 }
 
 bool Stream::is_lifecycle_record(const pt_record &record)
@@ -713,6 +722,24 @@ int Stream::decode_usdt_string(const std::string &probe, unsigned index)
         return ENOENT;
     kernel_->set_usdt_string_argument(*id, index);
     return 0;
+}
+
+bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &change)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_)
+        return false;
+    change(*kernel_);
+    return true;
+}
+
+void Stream::set_thread_agent(pid_t pid, bool present)
+{
+    std::lock_guard lock(mutex_);
+    if (present)
+        thread_agents_.insert(pid);
+    else
+        thread_agents_.erase(pid);
 }
 
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const

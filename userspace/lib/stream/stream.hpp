@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -74,6 +75,13 @@ public:
     // each of its records. 0, ENOENT (not attached), EINVAL (index).
     int decode_usdt_string(const std::string &probe, unsigned index);
 
+    // Thread agents (<posix_trace/thread_db.h>) steer the kernel's TD masks
+    // through this: `change` runs under the stream's lock; false once the
+    // stream is shut down.
+    bool control_thread_events(const std::function<void(KernelProgram &)> &change);
+    // Reported thread events of `pid` call the reporting functions.
+    void set_thread_agent(pid_t pid, bool present);
+
     std::optional<std::string> event_name(trace_event_id_t id) const;
     int open_event_type(const char *name, trace_event_id_t &id);
     void next_event_type(trace_event_id_t &id, int &unavailable);
@@ -92,6 +100,7 @@ private:
     void drain_pass_locked(uint64_t watermark_ns);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
+    static bool is_thread_event(const pt_record &record);
     void follow_lifecycle_locked(const pt_record &record);
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
@@ -147,6 +156,7 @@ private:
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
     std::unique_ptr<ProbeAttacher> probes_;
+    std::set<pid_t> thread_agents_;
 };
 
 } // namespace posixtrace
