@@ -30,7 +30,7 @@ CLI_OBJS     := $(CLI_SRCS:%.cpp=$(BUILD)/obj/%.o)
 TEST_SRCS    := $(shell find tests -maxdepth 1 -name '*.cpp' | sort)
 TEST_OBJS    := $(TEST_SRCS:%.cpp=$(BUILD)/obj/%.o)
 BENCH_SRCS   := $(wildcard bench/*.cpp)
-BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%)
+BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%) $(BUILD)/bench/pingpong
 HELPER_SRCS  := $(wildcard tests/helpers/*.c)
 HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
                 $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so
@@ -105,6 +105,10 @@ $(BUILD)/tests/helpers/libownlib.so: tests/helpers/lib/ownlib.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) -shared -fPIC -o $@ $<
 
+$(BUILD)/bench/pingpong: bench/pingpong.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -pthread -o $@ $<
+
 $(BUILD)/bench/%: bench/%.cpp $(SHLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
@@ -126,6 +130,7 @@ bench:
 	@scripts/mount-tracefs.sh
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh $(BUILD)
+	@echo; bench/thread_switches.sh $(BUILD)
 
 install: all
 	install -d $(PREFIX)/include/posix_trace $(PREFIX)/lib/pkgconfig $(PREFIX)/bin

@@ -48,6 +48,8 @@ volatile __u32 primary_tgid; /* the process the stream was created for */
 /* POSIX_TRACE_INHERITED: a traced process's children are traced too, from
  * their first instruction (decided at fork, before the child can run). */
 volatile __u32 inherit_children;
+/* Set once traced_processes has held an entry (never cleared: cheap to keep). */
+volatile __u32 other_processes_traced;
 volatile __u32 max_data_size;
 volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
 volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered out */
@@ -69,7 +71,9 @@ static __always_inline bool event_filtered(__u32 event_id)
 
 static __always_inline bool process_traced(__u32 tgid)
 {
-    return tgid == primary_tgid || bpf_map_lookup_elem(&traced_processes, &tgid) != NULL;
+    /* the hash is looked up only once a traced process has had children */
+    return tgid == primary_tgid ||
+           (other_processes_traced && bpf_map_lookup_elem(&traced_processes, &tgid) != NULL);
 }
 
 static __always_inline __u64 current_pthread_id(void)
@@ -496,17 +500,20 @@ static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value
     bpf_ringbuf_submit(record, wakeup);
 }
 
+/* `task` is a trusted BTF pointer (a tp_btf argument or the current task):
+ * its fields are plain CO-RE loads, no helper call. Runs for every context
+ * switch of the system while a stream runs, so it stays this cheap. */
 static __always_inline bool thread_traced(struct task_struct *task)
 {
     /* pid 0 is a CPU's idle task, never a traced thread */
-    return BPF_CORE_READ(task, pid) != 0 && process_traced(BPF_CORE_READ(task, tgid));
+    return task->pid != 0 && process_traced(task->tgid);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(td_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
-    __u32 next_tid = BPF_CORE_READ(next, pid);
+    __u32 next_tid = next->pid;
 
     if (stream_state == PT_STREAM_SUSPENDED)
         return 0;
@@ -521,7 +528,7 @@ int BPF_PROG(td_sched_switch, bool preempt, struct task_struct *prev, struct tas
             td_emit(prev, PT_TD_IDLE, bpf_get_smp_processor_id(), 0);
     }
     if (thread_traced(next))
-        td_emit(next, PT_TD_SWITCHTO, BPF_CORE_READ(prev, pid), 0);
+        td_emit(next, PT_TD_SWITCHTO, prev->pid, 0);
     return 0;
 }
 
@@ -702,8 +709,10 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
         }
         return 0;
     }
-    if (inherited)
+    if (inherited) {
         bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY);
+        other_processes_traced = 1;
+    }
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
         return 0;
     record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 16, 0);

@@ -78,6 +78,12 @@ size_t count(const std::vector<TdEvent> &events, td_event_e event, pid_t tid)
     return n;
 }
 
+size_t count_events(const std::vector<TdEvent> &events, td_event_e event)
+{
+    return size_t(std::count_if(events.begin(), events.end(),
+                                [event](const TdEvent &e) { return e.event == event; }));
+}
+
 struct SwitchCounts {
     long voluntary = -1;
     long involuntary = -1;
@@ -197,9 +203,20 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     auto done = words_of(workload.child.read_line());
     REQUIRE(done.size() == 3);
     int peak = std::stoi(done[1]), settled = std::stoi(done[2]);
-    REQUIRE(posix_trace_stop(stream.get()) == 0);
 
-    auto events = thread_events(stream.get());
+    // A task is freed (td_reap) after an RCU grace period, some time after
+    // its thread was joined: read while the stream runs until all came.
+    std::vector<TdEvent> events;
+    auto reaps = [&] { return count_events(events, TD_REAP); };
+    for (int tries = 0; tries < 300 && reaps() < 64; ++tries) {
+        auto more = thread_events(stream.get());
+        events.insert(events.end(), more.begin(), more.end());
+        if (reaps() < 64)
+            usleep(10000);
+    }
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    auto rest = thread_events(stream.get());
+    events.insert(events.end(), rest.begin(), rest.end());
     std::set<pid_t> created, died, reaped;
     std::vector<uint64_t> concurrency;
     for (const auto &e : events) {

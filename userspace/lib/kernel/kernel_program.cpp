@@ -99,6 +99,7 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
 KernelProgram::~KernelProgram()
 {
     // Links first: no program may run while the rings go away.
+    thread_event_groups_.clear();
     links_.clear();
 }
 
@@ -111,20 +112,62 @@ int KernelProgram::trace_process(pid_t tgid)
     __u32 key = tgid, value = 1;
     if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value, BPF_ANY))
         return errno_from(-errno);
+    skeleton_->bss->other_processes_traced = 1;
     return 0;
 }
 
 int KernelProgram::attach_kernel_event_programs()
 {
     auto &progs = skeleton_->progs;
-    for (bpf_program *program :
-         {progs.process_fork, progs.process_exec, progs.process_exit, progs.td_sched_switch,
-          progs.td_sched_wakeup, progs.td_sched_wakeup_new, progs.td_signal_deliver,
-          progs.td_pi_setprio, progs.td_process_free, progs.td_futex_enter, progs.td_futex_exit}) {
+    define_thread_event_groups();
+    for (bpf_program *program : {progs.process_fork, progs.process_exec, progs.process_exit}) {
         bpf_link *link = bpf_program__attach(program);
         if (!link)
             return errno_from(-errno);
         links_.emplace_back(link);
+    }
+    return 0;
+}
+
+namespace {
+constexpr uint32_t td_bit(unsigned event) { return 1u << (event - 1); }
+} // namespace
+
+void KernelProgram::define_thread_event_groups()
+{
+    auto &progs = skeleton_->progs;
+    auto group = [this](uint32_t events, std::vector<bpf_program *> programs) {
+        thread_event_groups_.push_back(ProgramGroup{events, std::move(programs), {}});
+    };
+    group(td_bit(PT_TD_SWITCHTO) | td_bit(PT_TD_SWITCHFROM) | td_bit(PT_TD_SLEEP) |
+              td_bit(PT_TD_PREEMPT) | td_bit(PT_TD_IDLE),
+          {progs.td_sched_switch});
+    group(td_bit(PT_TD_READY), {progs.td_sched_wakeup, progs.td_sched_wakeup_new});
+    group(td_bit(PT_TD_CATCHSIG), {progs.td_signal_deliver});
+    group(td_bit(PT_TD_LOCK_TRY) | td_bit(PT_TD_TIMEOUT), {progs.td_futex_enter, progs.td_futex_exit});
+    group(td_bit(PT_TD_PRI_INHERIT), {progs.td_pi_setprio});
+    group(td_bit(PT_TD_REAP), {progs.td_process_free});
+}
+
+int KernelProgram::select_thread_event_programs(uint32_t wanted)
+{
+    for (auto &group : thread_event_groups_) {
+        bool attach = (group.events & wanted) != 0;
+        if (!attach) {
+            group.links.clear();
+            continue;
+        }
+        if (!group.links.empty())
+            continue;
+        for (bpf_program *program : group.programs) {
+            bpf_link *link = bpf_program__attach(program);
+            if (!link) {
+                int err = errno_from(-errno);
+                group.links.clear();
+                return err;
+            }
+            group.links.emplace_back(link);
+        }
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 
 struct posixtrace_bpf;
 struct bpf_link;
+struct bpf_program;
 
 namespace posixtrace {
 
@@ -68,6 +69,13 @@ public:
     void set_state(pt_stream_state state);
     void set_filter(const trace_event_set_t &filtered);
 
+    // Attaches the thread event programs that produce the TD events in
+    // `wanted` (bit n-1 for TD event n) and detaches the others: a program
+    // runs for every context switch, wake-up or futex call of the system,
+    // and the futex syscall tracepoints slow every system call down, so
+    // only what may be recorded is attached. 0 or an errno.
+    int select_thread_event_programs(uint32_t wanted);
+
     // Whether the kernel side traces process `tgid` now.
     bool traces_process(pid_t tgid) const;
 
@@ -105,7 +113,15 @@ private:
 
     int attach_kernel_event_programs();
 
+    struct ProgramGroup {
+        uint32_t events; // TD events the programs produce
+        std::vector<bpf_program *> programs;
+        std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links; // empty: detached
+    };
+    void define_thread_event_groups();
+
     Config config_;
+    std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;
     std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;

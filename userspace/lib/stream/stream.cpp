@@ -130,6 +130,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
     kernel_->set_inherit_children(inherit);
     if (int err = kernel_->trace_process(target))
         return err;
+    if (int err = select_thread_event_programs_locked())
+        return err;
     probes_ = std::make_unique<ProbeAttacher>(*kernel_, config, inherit);
     if (int err = probes_->refresh(target))
         return err;
@@ -339,6 +341,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     posix_trace_filter_data change{filter_, updated};
     filter_ = updated;
     kernel_->set_filter(filter_);
+    select_thread_event_programs_locked();
     if (running_)
         queue_system_event_locked(POSIX_TRACE_FILTER, monotonic_now(), &change, sizeof change);
     return 0;
@@ -740,6 +743,19 @@ void Stream::set_thread_agent(pid_t pid, bool present)
         thread_agents_.insert(pid);
     else
         thread_agents_.erase(pid);
+    if (!shut_down_)
+        select_thread_event_programs_locked();
+}
+
+// The thread event types the stream may record: those its filter lets
+// through, and all of them while an agent may ask for any.
+int Stream::select_thread_event_programs_locked()
+{
+    uint32_t wanted = 0;
+    for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
+        if (!thread_agents_.empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
+            wanted |= 1u << i;
+    return kernel_->select_thread_event_programs(wanted);
 }
 
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const

@@ -101,6 +101,7 @@ private:
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_thread_event(const pt_record &record);
+    int select_thread_event_programs_locked();
     void follow_lifecycle_locked(const pt_record &record);
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
