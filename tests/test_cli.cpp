@@ -126,6 +126,10 @@ TEST_CASE("cli: bad input gives one line on stderr and a non-zero status", "[cli
         {"probes /nonexistent/file", "/nonexistent/file: No such file or directory", 1},
         {"probes /tmp/posixtrace-truncated.elf", "not an ELF file (or a damaged one)", 1},
         {"record --events usdt:libstdcxx:nope -- /bin/true", "no USDT probe libstdcxx:nope", 1},
+        {"threads", "give -p PID or -- COMMAND", 1},
+        {"threads -p 999999", "posixtrace: no process 999999", 1},
+        {"threads -p 2", "kernel thread", 1},
+        {"threads -- /nonexistent/command", "cannot run /nonexistent/command", 127},
     };
     { // an ELF file cut short: its section headers are past the end
         std::ifstream whole("/usr/bin/python3.11", std::ios::binary);
@@ -208,4 +212,128 @@ TEST_CASE("cli: record --inherit follows children across fork and exec", "[cli]"
     CHECK(count_containing(lines, "\"event\":\"process_exec\"") == 0);
     CHECK(count_containing(lines, "\"event\":\"process_exit\"") == 1);
     CHECK(count_containing(lines, "\"exit_code\":3") == 1);
+}
+
+TEST_CASE("cli: record --events td prints the thread events with their decoded fields", "[cli]")
+{
+    // churn 1: a "keeper" thread and a wave of 50 threads, all joined.
+    Run run = run_cli("record --events td:create,td:death,td:concurrency -- " + helper_path("thread_workload") +
+                      " churn 1");
+    CHECK(run.status == 0);
+    auto lines = run.lines();
+    CHECK(count_containing(lines, " td_create ") == 51);
+    CHECK(count_containing(lines, " new_thread=") == 51);
+    CHECK(count_containing(lines, " td_death ") == 52); // and the main thread
+    CHECK(count_containing(lines, " exit_code=0") == 52);
+    CHECK(count_containing(lines, " td_concurrency ") == 51 + 52);
+    CHECK(count_containing(lines, " threads=52") == 1); // the peak
+    CHECK(run.err.find("posixtrace: 206 events, 0 lost") != std::string::npos);
+
+    Run json = run_cli("record --json --events td:create -- " + helper_path("thread_workload") + " churn 1");
+    lines = json.lines();
+    REQUIRE(lines.size() == 51);
+    CHECK(count_containing(lines, "\"event\":\"td_create\"") == 51);
+    CHECK(count_containing(lines, "\"new_thread\":") == 51);
+    CHECK(count_containing(lines, "\"name\":\"thread_workload\"") == 51);
+}
+
+namespace {
+// The rows of a `posixtrace threads` table: lines that start with a tid.
+std::vector<std::string> thread_rows(const std::vector<std::string> &lines)
+{
+    std::vector<std::string> rows;
+    for (const auto &line : lines) {
+        std::istringstream words(line);
+        long tid = 0;
+        if (words >> tid && tid > 0)
+            rows.push_back(line);
+    }
+    return rows;
+}
+
+std::vector<std::string> split_lines(const std::string &text)
+{
+    std::vector<std::string> lines;
+    std::istringstream stream(text);
+    for (std::string line; std::getline(stream, line);)
+        lines.push_back(line);
+    return lines;
+}
+
+std::string shell_output(const std::string &command)
+{
+    FILE *pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
+        out.append(buffer, n);
+    pclose(pipe);
+    return out;
+}
+} // namespace
+
+TEST_CASE("cli: threads prints every thread of a command that creates and ends 150", "[cli]")
+{
+    Run run = run_cli("threads -- " + helper_path("thread_workload") + " churn 3");
+    CHECK(run.status == 0);
+    auto lines = run.lines();
+    for (const auto &line : lines) {
+        INFO(line);
+        CHECK(line.size() < 80);
+    }
+    auto rows = thread_rows(lines);
+    CHECK(rows.size() == 152); // main, keeper, 150 workers: none left out off a terminal
+    CHECK(count_containing(rows, " keeper ") == 1);
+    CHECK(count_containing(rows, " churn-") == 150); // renamed after creation
+    CHECK(count_containing(rows, " X ") == 152);
+    CHECK(count_containing(rows, " exit") == 152);
+    CHECK(run.err.find("posixtrace: 152 threads (151 created, 152 exited)") != std::string::npos);
+    CHECK(run.err.find(" 0 lost") != std::string::npos);
+}
+
+TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[cli]")
+{
+    const std::string session = "posixtrace-test-" + std::to_string(getpid());
+    std::string command = cli_path() + " threads -- " + helper_path("thread_workload") + " churn 8; sleep 30";
+    REQUIRE(std::system(("tmux new-session -d -s " + session + " -x 80 -y 24 \"" + command + "\"").c_str()) == 0);
+    auto capture = [&] { return shell_output("tmux capture-pane -p -t " + session); };
+
+    std::string live; // a screen with both the keeper and a wave of workers alive
+    for (int tries = 0; tries < 200 && live.empty(); ++tries) {
+        std::string screen = capture();
+        if (screen.find(" keeper ") != std::string::npos && screen.find(" churn-") != std::string::npos &&
+            screen.find(" new") != std::string::npos)
+            live = screen;
+        else
+            usleep(50000);
+    }
+    std::string last;
+    for (int tries = 0; tries < 300 && last.find("0 lost") == std::string::npos; ++tries) {
+        usleep(50000);
+        last = capture();
+    }
+    std::system(("tmux kill-session -t " + session).c_str());
+
+    INFO(live);
+    REQUIRE(!live.empty());
+    auto screen = split_lines(live);
+    CHECK(screen.size() <= 24);
+    REQUIRE(screen.size() > 5);
+    CHECK(screen[0].find("posixtrace threads: pid ") == 0);
+    CHECK(screen[0].find("(thread_workload)") != std::string::npos);
+    CHECK(screen[1].find("threads: live ") == 0);
+    CHECK(live.find("    TID NAME            S CPU     RUN s      VOL    INVOL    SIG   LOCK MARK") !=
+          std::string::npos);
+    auto rows = thread_rows(screen);
+    CHECK(rows.size() >= 3);
+    for (const auto &row : rows) {
+        INFO(row);
+        CHECK(row.size() < 80);
+    }
+    // After the command ended: the last view and the summary stay on screen.
+    INFO(last);
+    CHECK(last.find("posixtrace: 402 threads (401 created, 402 exited)") != std::string::npos);
+    CHECK(last.find(" 0 lost") != std::string::npos);
 }

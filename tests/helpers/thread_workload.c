@@ -9,6 +9,9 @@
  *   mutex         a worker blocks on a mutex the main thread holds for 50 ms
  *   timedwait     a worker's pthread_cond_timedwait expires after 20 ms
  *   pi            SCHED_FIFO 10 holds a PI mutex that SCHED_FIFO 50 waits for
+ *   churn WAVES   no dialogue: a thread named "keeper" lives throughout while
+ *                 WAVES waves of 50 threads named "churn-W-I" live about
+ *                 300 ms each (sleeping, taking a shared mutex); prints nothing
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -351,6 +354,53 @@ static int run_pi(void)
     return 0;
 }
 
+/* ---- churn ------------------------------------------------------------------ */
+static pthread_mutex_t churn_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int churn_over;
+
+static void *churn_keeper(void *unused)
+{
+    (void)unused;
+    pthread_setname_np(pthread_self(), "keeper");
+    struct timespec nap = {0, 20000000};
+    while (!churn_over)
+        nanosleep(&nap, NULL);
+    return NULL;
+}
+
+static void *churn_worker(void *unused)
+{
+    (void)unused;
+    struct timespec held = {0, 200000}, nap = {0, 25000000};
+    for (int i = 0; i < 10; ++i) {
+        pthread_mutex_lock(&churn_lock);
+        nanosleep(&held, NULL); /* held a while: some others wait on it */
+        pthread_mutex_unlock(&churn_lock);
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+static int run_churn(long waves)
+{
+    pthread_t keeper, workers[50];
+    pthread_create(&keeper, NULL, churn_keeper, NULL);
+    for (long wave = 0; wave < waves; ++wave) {
+        for (int i = 0; i < 50; ++i) {
+            char name[32];
+            snprintf(name, sizeof name, "churn-%ld-%d", wave, i);
+            name[15] = '\0'; /* the kernel's limit */
+            pthread_create(&workers[i], NULL, churn_worker, NULL);
+            pthread_setname_np(workers[i], name);
+        }
+        for (int i = 0; i < 50; ++i)
+            pthread_join(workers[i], NULL);
+    }
+    churn_over = 1;
+    pthread_join(keeper, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -371,5 +421,7 @@ int main(int argc, char **argv)
         return run_timedwait();
     if (strcmp(mode, "pi") == 0)
         return run_pi();
+    if (strcmp(mode, "churn") == 0)
+        return run_churn(number);
     return 2;
 }

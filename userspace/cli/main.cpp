@@ -5,6 +5,7 @@
 
 #include "probes_command.hpp"
 #include "record_command.hpp"
+#include "threads/threads_command.hpp"
 
 int main(int argc, char **argv)
 {
@@ -13,6 +14,7 @@ int main(int argc, char **argv)
     app.require_subcommand(1);
     posixtrace::cli::add_probes_command(app);
     posixtrace::cli::add_record_command(app);
+    posixtrace::cli::add_threads_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError &result) {

@@ -5,8 +5,6 @@
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
 #include <signal.h>
-#include <sys/ptrace.h>
-#include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include <vector>
 
 #include "event_format.hpp"
+#include "target.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -45,14 +44,7 @@ struct EventSelection {
     std::set<trace_event_id_t> thread_events;
 };
 
-volatile sig_atomic_t interrupted = 0;
 constexpr size_t kRecordStreamBytes = 64u << 20;
-
-[[noreturn]] void fail(const std::string &message, int status = 1)
-{
-    std::fprintf(stderr, "posixtrace: %s\n", message.c_str());
-    throw CLI::RuntimeError(status);
-}
 
 // td:NAME -> the id of td_NAME; td -> all of them.
 void add_thread_events(const std::string &item, EventSelection &selection)
@@ -94,42 +86,6 @@ EventSelection parse_events(const std::string &list)
     return selection;
 }
 
-// Starts the command stopped at its exec, before its first instruction.
-pid_t start_stopped(const std::vector<std::string> &command)
-{
-    pid_t child = fork();
-    if (child < 0)
-        fail(std::string("fork: ") + std::strerror(errno));
-    if (child == 0) {
-        ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
-        std::vector<char *> argv;
-        for (const auto &word : command)
-            argv.push_back(const_cast<char *>(word.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "posixtrace: cannot run %s: %s\n", argv[0], std::strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
-        throw CLI::RuntimeError(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
-    return child;
-}
-
-std::string create_error(int err, pid_t pid)
-{
-    switch (err) {
-    case ESRCH:
-        return "no process " + std::to_string(pid);
-    case EPERM:
-        return "tracing needs root, or CAP_BPF and CAP_PERFMON";
-    case EAGAIN:
-        return "too many trace streams on this system (TRACE_SYS_MAX)";
-    default:
-        return std::string("cannot trace: ") + std::strerror(err);
-    }
-}
-
 void apply_selection(trace_id_t trid, const EventSelection &selection)
 {
     for (const auto &spec : selection.usdt) {
@@ -161,34 +117,6 @@ void apply_selection(trace_id_t trid, const EventSelection &selection)
         for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST; ++id)
             posix_trace_eventset_add(id, &filtered);
     posix_trace_set_filter(trid, &filtered, POSIX_TRACE_SET_EVENTSET);
-}
-
-// The command started for tracing is killed if recording cannot begin.
-class ChildGuard {
-public:
-    explicit ChildGuard(pid_t pid) : pid_(pid) {}
-    ~ChildGuard()
-    {
-        if (pid_ > 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    void release() { pid_ = 0; }
-
-private:
-    pid_t pid_;
-};
-
-void check_traceable(pid_t pid)
-{
-    char exe[64];
-    std::string link = "/proc/" + std::to_string(pid) + "/exe";
-    if (readlink(link.c_str(), exe, sizeof exe) >= 0 || errno != ENOENT)
-        return;
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        fail("no process " + std::to_string(pid));
-    fail("process " + std::to_string(pid) + " is a kernel thread: it has no user code to trace");
 }
 
 trace_event_id_t event_id_named(trace_id_t trid, const std::string &wanted)
@@ -242,19 +170,6 @@ std::set<trace_event_id_t> decode_strings(trace_id_t trid, const std::vector<Str
     return ids;
 }
 
-bool target_ended(pid_t pid, bool own_child, int &exit_status)
-{
-    if (own_child) {
-        int status = 0;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            return true;
-        }
-        return false;
-    }
-    return kill(pid, 0) != 0 && errno == ESRCH;
-}
-
 struct Totals {
     uint64_t events = 0;
     uint64_t lost = 0;
@@ -289,13 +204,7 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
     unsigned char data[8192];
     size_t length = 0;
     int unavailable = 0;
-    timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_nsec += 100'000'000;
-    if (deadline.tv_nsec >= 1'000'000'000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1'000'000'000;
-    }
+    timespec deadline = realtime_in(100);
     int err = posix_trace_timedgetnext_event(trid, &info, data, sizeof data, &length, &unavailable,
                                              &deadline);
     if (err || unavailable)
@@ -325,11 +234,8 @@ int run(const RecordOptions &options)
     EventSelection selection = parse_events(options.events);
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
 
-    bool own_child = !options.command.empty();
-    if (!own_child)
-        check_traceable(options.pid);
-    pid_t pid = own_child ? start_stopped(options.command) : options.pid;
-    ChildGuard child_guard(own_child ? pid : 0);
+    Target target = options.command.empty() ? Target::running(options.pid)
+                                            : Target::command(options.command);
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
     posix_trace_attr_setmaxdatasize(&attr, 8192);
@@ -338,37 +244,25 @@ int run(const RecordOptions &options)
     // Room for bursts while the output catches up (a terminal or a pipe
     // prints slower than a probe fires).
     posix_trace_attr_setstreamsize(&attr, kRecordStreamBytes);
-    trace_id_t trid;
-    if (int err = posix_trace_create(pid, &attr, &trid))
-        fail(create_error(err, pid));
-    struct StreamGuard {
-        trace_id_t trid;
-        ~StreamGuard() { posix_trace_shutdown(trid); } // EINVAL once shut down: harmless
-    } stream_guard{trid};
+    StreamOwner stream(target.pid(), attr);
+    trace_id_t trid = stream.get();
     apply_selection(trid, selection);
     std::set<trace_event_id_t> with_string = decode_strings(trid, string_arguments);
 
-    struct sigaction on_signal{};
-    on_signal.sa_handler = [](int) { interrupted = 1; };
-    sigaction(SIGINT, &on_signal, nullptr);
-    sigaction(SIGTERM, &on_signal, nullptr);
-
+    catch_stop_signals();
     static char output_buffer[1 << 20];
     std::setvbuf(stdout, output_buffer, _IOFBF, sizeof output_buffer);
     auto begin = std::chrono::steady_clock::now();
     posix_trace_start(trid);
-    if (own_child) {
-        ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
-        child_guard.release();
-    }
+    target.release();
 
     Totals totals;
     EventNames names(trid);
     int exit_status = 0;
     bool ended = false;
-    while (!interrupted && !ended) {
+    while (!stop_requested() && !ended) {
         print_next(trid, options.json, with_string, names, totals);
-        ended = target_ended(pid, own_child, exit_status);
+        ended = target.ended(exit_status);
         if (options.duration > 0 &&
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.duration)
             break;
@@ -381,11 +275,8 @@ int run(const RecordOptions &options)
     std::fflush(stdout);
     std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s\n", (unsigned long)totals.events,
                  (unsigned long)totals.lost, seconds);
-    if (own_child && !ended) { // stopped by Ctrl-C or --duration: the command goes on
-        int status = 0;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
+    if (!ended) // stopped by Ctrl-C or --duration: the command goes on
+        target.collect_status(exit_status);
     return exit_status;
 }
 
