@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -50,8 +50,8 @@ constexpr size_t kRecordStreamBytes = 64u << 20;
 void add_thread_events(const std::string &item, EventSelection &selection)
 {
     static const char *const names[POSIX_TRACE_TD_EVENT_COUNT] = {
-        "ready", "sleep", "switchto", "switchfrom", "lock_try", "catchsig", "idle",
-        "create", "death", "preempt", "pri_inherit", "reap", "concurrency", "timeout"};
+        "ready",  "sleep", "switchto", "switchfrom",  "lock_try", "catchsig",    "idle",
+        "create", "death", "preempt",  "pri_inherit", "reap",     "concurrency", "timeout"};
     bool known = false;
     for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
         if (item == "td" || item == std::string("td:") + names[i]) {
@@ -59,7 +59,8 @@ void add_thread_events(const std::string &item, EventSelection &selection)
             known = true;
         }
     if (!known)
-        fail("unknown thread event '" + item + "' in --events (td, or td:NAME with NAME one of ready, "
+        fail("unknown thread event '" + item +
+             "' in --events (td, or td:NAME with NAME one of ready, "
              "sleep, switchto, switchfrom, lock_try, catchsig, idle, create, death, preempt, "
              "pri_inherit, reap, concurrency, timeout)");
 }
@@ -81,7 +82,8 @@ EventSelection parse_events(const std::string &list)
         else if (item == "td" || item.rfind("td:", 0) == 0)
             add_thread_events(item, selection);
         else
-            fail("unknown event class '" + item + "' in --events (user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system)");
+            fail("unknown event class '" + item +
+                 "' in --events (user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system)");
     }
     return selection;
 }
@@ -94,7 +96,8 @@ void apply_selection(trace_id_t trid, const EventSelection &selection)
         if (err == ENOENT && spec == "*")
             continue; // no probes at all: fine for the default
         if (err == ENOENT)
-            fail("no USDT probe " + spec + " in the traced process (see: posixtrace probes -p PID)");
+            fail("no USDT probe " + spec +
+                 " in the traced process (see: posixtrace probes -p PID)");
         if (err)
             fail("cannot attach USDT probes " + spec + ": " + std::strerror(err));
     }
@@ -114,7 +117,8 @@ void apply_selection(trace_id_t trid, const EventSelection &selection)
         if (!selection.thread_events.count(id))
             posix_trace_eventset_add(id, &filtered);
     if (!selection.user)
-        for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST; ++id)
+        for (trace_event_id_t id = POSIX_TRACE_UNNAMED_USEREVENT; id < POSIX_TRACE_USDT_EVENT_FIRST;
+             ++id)
             posix_trace_eventset_add(id, &filtered);
     posix_trace_set_filter(trid, &filtered, POSIX_TRACE_SET_EVENTSET);
 }
@@ -155,14 +159,15 @@ std::vector<StringArgument> parse_string_arguments(const std::vector<std::string
 }
 
 // The ids whose records carry a decoded string.
-std::set<trace_event_id_t> decode_strings(trace_id_t trid, const std::vector<StringArgument> &arguments)
+std::set<trace_event_id_t> decode_strings(trace_id_t trid,
+                                          const std::vector<StringArgument> &arguments)
 {
     std::set<trace_event_id_t> ids;
     for (const auto &argument : arguments) {
         int err = posix_trace_usdt_decode_string(trid, argument.probe.c_str(), argument.index);
         if (err == ENOENT)
-            fail("--usdt-arg-str: " + argument.probe + " is not traced (add usdt:" + argument.probe +
-                 " to --events)");
+            fail("--usdt-arg-str: " + argument.probe +
+                 " is not traced (add usdt:" + argument.probe + " to --events)");
         if (err)
             fail("--usdt-arg-str: " + std::string(std::strerror(err)));
         ids.insert(event_id_named(trid, argument.probe));
@@ -210,7 +215,8 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
     if (err || unavailable)
         return false;
     const std::string &event_name = names.of(info.posix_event_id);
-    if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
+    if (info.posix_event_id == POSIX_TRACE_OVERFLOW &&
+        length >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
         totals.lost += overflow.lost;
@@ -234,8 +240,8 @@ int run(const RecordOptions &options)
     EventSelection selection = parse_events(options.events);
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
 
-    Target target = options.command.empty() ? Target::running(options.pid)
-                                            : Target::command(options.command);
+    Target target =
+        options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
     posix_trace_attr_setmaxdatasize(&attr, 8192);
@@ -264,14 +270,16 @@ int run(const RecordOptions &options)
         print_next(trid, options.json, with_string, names, totals);
         ended = target.ended(exit_status);
         if (options.duration > 0 &&
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.duration)
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >=
+                options.duration)
             break;
     }
     posix_trace_stop(trid);
     while (print_next(trid, options.json, with_string, names, totals)) {
     }
     posix_trace_shutdown(trid);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::fflush(stdout);
     std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s\n", (unsigned long)totals.events,
                  (unsigned long)totals.lost, seconds);
@@ -287,16 +295,18 @@ void add_record_command(CLI::App &app)
     auto options = std::make_shared<RecordOptions>();
     CLI::App *command = app.add_subcommand(
         "record", "Trace a running process (-p PID) or a command, printing its events live");
-    command->footer("Examples:\n"
-                    "  posixtrace record -p 1234\n"
-                    "  posixtrace record --events usdt:python:audit --usdt-arg-str python:audit:0 \\\n"
-                    "      -- python3.11 script.py\n"
-                    "  posixtrace record -p 1234 --duration 5 --json\n"
-                    "  posixtrace record --inherit --events usdt,system -- make -j2");
+    command->footer(
+        "Examples:\n"
+        "  posixtrace record -p 1234\n"
+        "  posixtrace record --events usdt:python:audit --usdt-arg-str python:audit:0 \\\n"
+        "      -- python3.11 script.py\n"
+        "  posixtrace record -p 1234 --duration 5 --json\n"
+        "  posixtrace record --inherit --events usdt,system -- make -j2");
     command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
     command->add_option("-o,--output", options->output, "Write a trace log (not yet available)");
-    command->add_option("--events", options->events,
-                        "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")
+    command
+        ->add_option("--events", options->events,
+                     "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")
         ->capture_default_str();
     command->add_flag("--inherit", options->inherit,
                       "Also trace the processes the target creates from now on, from their first "
@@ -304,8 +314,9 @@ void add_record_command(CLI::App &app)
     command->add_option("--duration", options->duration, "Stop after this many seconds")
         ->check(CLI::PositiveNumber);
     command->add_flag("--json", options->json, "One JSON object per event");
-    command->add_option("--usdt-arg-str", options->usdt_strings,
-                        "PROVIDER:NAME:INDEX: decode that argument as a string, in the kernel")
+    command
+        ->add_option("--usdt-arg-str", options->usdt_strings,
+                     "PROVIDER:NAME:INDEX: decode that argument as a string, in the kernel")
         ->allow_extra_args(false); // one value per use: "--" must end the options
     command->add_option("command", options->command, "Command to run and trace (after --)");
     command->callback([options] { throw CLI::RuntimeError(run(*options)); });

@@ -47,7 +47,8 @@ Target Target::running(pid_t pid)
     if (readlink(link.c_str(), exe, sizeof exe) < 0 && errno == ENOENT) {
         if (kill(pid, 0) != 0 && errno == ESRCH)
             fail("no process " + std::to_string(pid));
-        fail("process " + std::to_string(pid) + " is a kernel thread: it has no user code to trace");
+        fail("process " + std::to_string(pid) +
+             " is a kernel thread: it has no user code to trace");
     }
     return Target(pid, false);
 }
@@ -129,7 +130,10 @@ void catch_stop_signals()
     sigaction(SIGTERM, &on_signal, nullptr);
 }
 
-bool stop_requested() { return stop_signal_seen != 0; }
+bool stop_requested()
+{
+    return stop_signal_seen != 0;
+}
 
 timespec realtime_in(long milliseconds)
 {

@@ -21,7 +21,7 @@ namespace posixtrace::cli {
 // A command that never got released is killed with the object.
 class Target {
 public:
-    static Target running(pid_t pid);                            // fails for kernel threads
+    static Target running(pid_t pid);                             // fails for kernel threads
     static Target command(const std::vector<std::string> &words); // fails if it cannot run
     Target(Target &&other) noexcept;
     Target &operator=(Target &&) = delete;

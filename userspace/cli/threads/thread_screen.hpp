@@ -22,8 +22,8 @@ struct ScreenHeader {
 };
 
 struct ScreenLayout {
-    size_t max_lines = 0;            // 0: every row
-    uint64_t keep_exited_ns = 0;     // 0: exited threads stay listed
+    size_t max_lines = 0;        // 0: every row
+    uint64_t keep_exited_ns = 0; // 0: exited threads stay listed
 };
 
 // Live threads by tid, then the threads that exited (newest first, those

@@ -51,7 +51,8 @@ void ThreadTable::apply(td_event_e event, const td_event_data &data, uint64_t ns
         thread.cpu = int(data.cpu);
     switch (event) {
     case TD_CREATE: {
-        ThreadRow &born = row(pid_t(data.value), name); // a new thread starts with its creator's name
+        ThreadRow &born =
+            row(pid_t(data.value), name); // a new thread starts with its creator's name
         born.created = true;
         born.state = 'W';
         ++totals_.created;

@@ -36,9 +36,9 @@ constexpr uint64_t kKeepExitedNs = 5'000'000'000; // exited threads stay on scre
 
 // The TD events the view is built from (td_ready and td_idle would only
 // cost: the state after a switch says enough).
-constexpr td_event_e kViewEvents[] = {TD_CREATE,   TD_DEATH,    TD_REAP,    TD_SWITCHTO,
-                                      TD_SWITCHFROM, TD_SLEEP,  TD_PREEMPT, TD_CATCHSIG,
-                                      TD_LOCK_TRY, TD_TIMEOUT,  TD_CONCURRENCY};
+constexpr td_event_e kViewEvents[] = {TD_CREATE,     TD_DEATH,   TD_REAP,       TD_SWITCHTO,
+                                      TD_SWITCHFROM, TD_SLEEP,   TD_PREEMPT,    TD_CATCHSIG,
+                                      TD_LOCK_TRY,   TD_TIMEOUT, TD_CONCURRENCY};
 
 uint64_t realtime_ns()
 {
@@ -115,8 +115,8 @@ public:
             td_event_data data;
             size_t length = 0;
             int unavailable = 0;
-            int err = posix_trace_timedgetnext_event(trid_, &info, &data, sizeof data, &length, &unavailable,
-                                                     &deadline);
+            int err = posix_trace_timedgetnext_event(trid_, &info, &data, sizeof data, &length,
+                                                     &unavailable, &deadline);
             if (err || unavailable)
                 return err == 0;
             count(info, data, length);
@@ -130,7 +130,8 @@ public:
         td_event_data data;
         size_t length = 0;
         int unavailable = 0;
-        while (posix_trace_trygetnext_event(trid_, &info, &data, sizeof data, &length, &unavailable) == 0 &&
+        while (posix_trace_trygetnext_event(trid_, &info, &data, sizeof data, &length,
+                                            &unavailable) == 0 &&
                !unavailable)
             count(info, data, length);
     }
@@ -146,13 +147,14 @@ public:
     {
         const ThreadTotals &totals = table_.totals();
         char line[256];
-        std::snprintf(line, sizeof line,
-                      "posixtrace: %zu threads (%lu created, %lu exited), %lu switches, %lu signals, "
-                      "%lu lock waits\nposixtrace: %lu events, %lu lost, %.2f s",
-                      table_.rows().size(), (unsigned long)totals.created, (unsigned long)totals.exited,
-                      (unsigned long)totals.switches, (unsigned long)totals.signals,
-                      (unsigned long)totals.lock_waits, (unsigned long)header_.events,
-                      (unsigned long)header_.lost, elapsed);
+        std::snprintf(
+            line, sizeof line,
+            "posixtrace: %zu threads (%lu created, %lu exited), %lu switches, %lu signals, "
+            "%lu lock waits\nposixtrace: %lu events, %lu lost, %.2f s",
+            table_.rows().size(), (unsigned long)totals.created, (unsigned long)totals.exited,
+            (unsigned long)totals.switches, (unsigned long)totals.signals,
+            (unsigned long)totals.lock_waits, (unsigned long)header_.events,
+            (unsigned long)header_.lost, elapsed);
         return line;
     }
 
@@ -166,12 +168,13 @@ private:
             return;
         }
         trace_event_id_t first = POSIX_TRACE_TD_EVENT_FIRST;
-        if (info.posix_event_id < first || info.posix_event_id >= first + POSIX_TRACE_TD_EVENT_COUNT ||
-            length != sizeof data)
+        if (info.posix_event_id < first ||
+            info.posix_event_id >= first + POSIX_TRACE_TD_EVENT_COUNT || length != sizeof data)
             return;
         ++header_.events;
         table_.apply(td_event_e(info.posix_event_id - first + 1), data,
-                     uint64_t(info.posix_timestamp.tv_sec) * 1'000'000'000u + uint64_t(info.posix_timestamp.tv_nsec));
+                     uint64_t(info.posix_timestamp.tv_sec) * 1'000'000'000u +
+                         uint64_t(info.posix_timestamp.tv_nsec));
     }
 
     trace_id_t trid_;
@@ -189,7 +192,8 @@ int run(const ThreadsOptions &options)
 {
     if ((options.pid != 0) == !options.command.empty())
         fail("give -p PID or -- COMMAND [ARGS...]");
-    Target target = options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
+    Target target =
+        options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
     posix_trace_attr_setstreamsize(&attr, kThreadsStreamBytes);
@@ -199,7 +203,9 @@ int run(const ThreadsOptions &options)
 
     ThreadView view(stream.get(), target.pid());
     auto begin = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(); };
+    auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    };
     if (int err = posix_trace_start(stream.get()))
         fail(std::string("cannot start tracing: ") + std::strerror(err));
     seed_from_proc(view.table(), target.pid()); // the threads that were there before
@@ -243,7 +249,8 @@ void add_threads_command(CLI::App &app)
 {
     auto options = std::make_shared<ThreadsOptions>();
     CLI::App *command = app.add_subcommand(
-        "threads", "Live view of the threads of a process (-p PID) or of a command, from their TD events");
+        "threads",
+        "Live view of the threads of a process (-p PID) or of a command, from their TD events");
     command->footer(
         "Columns: TID, NAME (comm, renames included), S (R on a CPU, W runnable, S sleeping,\n"
         "L waiting for a lock, X exited), CPU (current or last), RUN s (time on a CPU while\n"
