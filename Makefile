@@ -85,7 +85,7 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 
 $(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -pthread
 
 $(BUILD)/examples/%: examples/%.c $(SHLIB)
 	@mkdir -p $(@D)

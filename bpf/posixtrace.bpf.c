@@ -446,9 +446,16 @@ static __always_inline __u64 task_pthread_id(struct task_struct *task)
 #endif
 }
 
-/* Records TD event `type` about `task`, a thread of a traced process. A
- * subprogram, not inlined: the scheduler programs call it several times. */
-static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value, __u64 value2)
+/* A task's field: a plain load through a trusted BTF pointer (tp_btf), a
+ * CO-RE probe read through the raw pointer a raw tracepoint passes. `trusted`
+ * is a constant in every caller, so only one of the two is compiled. */
+#define TASK_FIELD(task, field, trusted) ((trusted) ? (task)->field : BPF_CORE_READ(task, field))
+
+/* Records TD event `type` about `task`, a thread of a traced process.
+ * `with_user_regs`: the task is a trusted pointer, so its user registers
+ * (the address it was at) can be read; raw tracepoints record 0 there. */
+static __always_inline void td_emit_body(struct task_struct *task, __u32 type, __u64 value,
+                                         __u64 value2, const bool with_user_regs)
 {
     __u32 zero = 0, cpu, event_id = PT_TD_EVENT_ID_FIRST + type - 1, state_now = stream_state;
     __u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
@@ -487,7 +494,7 @@ static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value
     data->value = value;
     data->value2 = value2;
     BPF_CORE_READ_STR_INTO(&data->name, task, comm);
-    user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    user_regs = with_user_regs ? (struct pt_regs *)bpf_task_pt_regs(task) : NULL;
     record->thread_id = data->pthread_id;
     record->prog_address = user_regs ? BPF_CORE_READ(user_regs, ip) : 0;
     record->pid = tgid;
@@ -500,97 +507,164 @@ static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value
     bpf_ringbuf_submit(record, wakeup);
 }
 
-/* `task` is a trusted BTF pointer (a tp_btf argument or the current task):
- * its fields are plain CO-RE loads, no helper call. Runs for every context
- * switch of the system while a stream runs, so it stays this cheap. */
-static __always_inline bool thread_traced(struct task_struct *task)
+/* Subprograms, not inlined: the scheduler programs call them several times. */
+static __noinline void td_emit(struct task_struct *task, __u32 type, __u64 value, __u64 value2)
+{
+    td_emit_body(task, type, value, value2, true);
+}
+
+static __noinline void td_emit_raw(struct task_struct *task, __u32 type, __u64 value, __u64 value2)
+{
+    td_emit_body(task, type, value, value2, false);
+}
+
+#define TD_EMIT(trusted, task, type, value, value2)                                                \
+    ((trusted) ? td_emit(task, type, value, value2) : td_emit_raw(task, type, value, value2))
+
+/* Runs for every context switch of the system while a stream runs: with a
+ * trusted pointer its fields are plain loads, no helper call. */
+static __always_inline bool thread_traced(struct task_struct *task, const bool trusted)
 {
     /* pid 0 is a CPU's idle task, never a traced thread */
-    return task->pid != 0 && process_traced(task->tgid);
+    return TASK_FIELD(task, pid, trusted) != 0 && process_traced(TASK_FIELD(task, tgid, trusted));
+}
+
+/* The current task: a trusted pointer for tp_btf programs, a raw one for
+ * raw tracepoints. */
+static __always_inline struct task_struct *current_task(const bool trusted)
+{
+    return trusted ? bpf_get_current_task_btf() : (struct task_struct *)bpf_get_current_task();
+}
+
+/*
+ * Each kernel event has two entry points with one body: SEC("tp_btf/...")
+ * (BTF-typed arguments, plain loads) and SEC("raw_tp/...") for kernels whose
+ * BTF lacks that tracepoint's type. Userspace loads one of the two.
+ */
+static __always_inline int on_sched_switch(bool preempt, struct task_struct *prev,
+                                           struct task_struct *next, unsigned int prev_state,
+                                           const bool trusted)
+{
+    __u32 next_tid = TASK_FIELD(next, pid, trusted);
+
+    if (stream_state == PT_STREAM_SUSPENDED)
+        return 0;
+    if (thread_traced(prev, trusted)) {
+        TD_EMIT(trusted, prev, PT_TD_SWITCHFROM, prev_state, next_tid);
+        /* as the kernel counts voluntary and involuntary switches */
+        if (!preempt && prev_state != 0)
+            TD_EMIT(trusted, prev, PT_TD_SLEEP, prev_state, next_tid);
+        else
+            TD_EMIT(trusted, prev, PT_TD_PREEMPT, prev_state, next_tid);
+        if (next_tid == 0)
+            TD_EMIT(trusted, prev, PT_TD_IDLE, bpf_get_smp_processor_id(), 0);
+    }
+    if (thread_traced(next, trusted))
+        TD_EMIT(trusted, next, PT_TD_SWITCHTO, TASK_FIELD(prev, pid, trusted), 0);
+    return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(td_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
-    __u32 next_tid = next->pid;
-
-    if (stream_state == PT_STREAM_SUSPENDED)
-        return 0;
-    if (thread_traced(prev)) {
-        td_emit(prev, PT_TD_SWITCHFROM, prev_state, next_tid);
-        /* as the kernel counts voluntary and involuntary switches */
-        if (!preempt && prev_state != 0)
-            td_emit(prev, PT_TD_SLEEP, prev_state, next_tid);
-        else
-            td_emit(prev, PT_TD_PREEMPT, prev_state, next_tid);
-        if (next_tid == 0)
-            td_emit(prev, PT_TD_IDLE, bpf_get_smp_processor_id(), 0);
-    }
-    if (thread_traced(next))
-        td_emit(next, PT_TD_SWITCHTO, prev->pid, 0);
-    return 0;
+    return on_sched_switch(preempt, prev, next, prev_state, true);
 }
 
-static __always_inline void td_ready(struct task_struct *task)
+SEC("raw_tp/sched_switch")
+int BPF_PROG(td_sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
 {
-    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
-        return;
-    td_emit(task, PT_TD_READY, (__u32)bpf_get_current_pid_tgid(), BPF_CORE_READ(task, wake_cpu));
+    return on_sched_switch(preempt, prev, next, prev_state, false);
+}
+
+static __always_inline int on_wakeup(struct task_struct *task, const bool trusted)
+{
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task, trusted))
+        return 0;
+    TD_EMIT(trusted, task, PT_TD_READY, (__u32)bpf_get_current_pid_tgid(),
+            BPF_CORE_READ(task, wake_cpu));
+    return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
-int BPF_PROG(td_sched_wakeup, struct task_struct *task)
-{
-    td_ready(task);
-    return 0;
-}
+int BPF_PROG(td_sched_wakeup, struct task_struct *task) { return on_wakeup(task, true); }
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(td_sched_wakeup_raw, struct task_struct *task) { return on_wakeup(task, false); }
 
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(td_sched_wakeup_new, struct task_struct *task)
+int BPF_PROG(td_sched_wakeup_new, struct task_struct *task) { return on_wakeup(task, true); }
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(td_sched_wakeup_new_raw, struct task_struct *task) { return on_wakeup(task, false); }
+
+static __always_inline int on_signal_deliver(int sig, struct kernel_siginfo *info, const bool trusted)
 {
-    td_ready(task);
+    struct task_struct *task = current_task(trusted);
+
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task, trusted))
+        return 0;
+    TD_EMIT(trusted, task, PT_TD_CATCHSIG, sig, info ? BPF_CORE_READ(info, si_code) : 0);
     return 0;
 }
 
 SEC("tp_btf/signal_deliver")
 int BPF_PROG(td_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *action)
 {
-    struct task_struct *task = bpf_get_current_task_btf();
-
-    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
-        return 0;
-    td_emit(task, PT_TD_CATCHSIG, sig, info ? BPF_CORE_READ(info, si_code) : 0);
-    return 0;
+    return on_signal_deliver(sig, info, true);
 }
 
-SEC("tp_btf/sched_pi_setprio")
-int BPF_PROG(td_pi_setprio, struct task_struct *task, struct task_struct *pi_task)
+SEC("raw_tp/signal_deliver")
+int BPF_PROG(td_signal_deliver_raw, int sig, struct kernel_siginfo *info, struct k_sigaction *action)
+{
+    return on_signal_deliver(sig, info, false);
+}
+
+static __always_inline int on_pi_setprio(struct task_struct *task, struct task_struct *pi_task,
+                                         const bool trusted)
 {
     int normal, boosted;
 
-    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task))
+    if (stream_state == PT_STREAM_SUSPENDED || !thread_traced(task, trusted))
         return 0;
     normal = BPF_CORE_READ(task, normal_prio);
     boosted = pi_task ? BPF_CORE_READ(pi_task, prio) : normal;
     if (boosted >= normal)
         return 0; /* back to its own priority, or no boost */
     /* kernel prio 0..99 is real-time: sched_priority 99..0 */
-    td_emit(task, PT_TD_PRI_INHERIT, boosted < 100 ? 99 - boosted : 0, boosted);
+    TD_EMIT(trusted, task, PT_TD_PRI_INHERIT, boosted < 100 ? 99 - boosted : 0, boosted);
     return 0;
 }
 
-SEC("tp_btf/sched_process_free")
-int BPF_PROG(td_process_free, struct task_struct *task)
+SEC("tp_btf/sched_pi_setprio")
+int BPF_PROG(td_pi_setprio, struct task_struct *task, struct task_struct *pi_task)
+{
+    return on_pi_setprio(task, pi_task, true);
+}
+
+SEC("raw_tp/sched_pi_setprio")
+int BPF_PROG(td_pi_setprio_raw, struct task_struct *task, struct task_struct *pi_task)
+{
+    return on_pi_setprio(task, pi_task, false);
+}
+
+static __always_inline int on_process_free(struct task_struct *task, const bool trusted)
 {
     __u32 tid = BPF_CORE_READ(task, pid);
 
-    if (thread_traced(task))
-        td_emit(task, PT_TD_REAP, 0, 0);
+    if (thread_traced(task, trusted))
+        TD_EMIT(trusted, task, PT_TD_REAP, 0, 0);
     bpf_map_delete_elem(&td_threads, &tid);
     bpf_map_delete_elem(&futex_waits, &tid);
     return 0;
 }
+
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(td_process_free, struct task_struct *task) { return on_process_free(task, true); }
+
+SEC("raw_tp/sched_process_free")
+int BPF_PROG(td_process_free_raw, struct task_struct *task) { return on_process_free(task, false); }
 
 /* futex(2) operations that block the caller (FUTEX_CMD_MASK applied) */
 #define PT_FUTEX_WAIT 0
@@ -613,7 +687,7 @@ int td_futex_enter(struct trace_event_raw_sys_enter *ctx)
         command != PT_FUTEX_LOCK_PI2 && command != PT_FUTEX_WAIT_REQUEUE_PI)
         return 0;
     task = bpf_get_current_task_btf();
-    if (!thread_traced(task))
+    if (!thread_traced(task, true))
         return 0;
     tid = (__u32)bpf_get_current_pid_tgid();
     bpf_map_update_elem(&futex_waits, &tid, &uaddr, BPF_ANY);
@@ -692,8 +766,8 @@ static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_reco
     bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+static __always_inline int on_process_fork(struct task_struct *parent, struct task_struct *child,
+                                           const bool trusted)
 {
     __u32 parent_tgid = BPF_CORE_READ(parent, tgid), child_tgid = BPF_CORE_READ(child, tgid);
     __u32 inherited = inherit_children, one = 1;
@@ -704,8 +778,8 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
         return 0;
     if (child_tgid == parent_tgid) { /* a new thread of a traced process */
         if (stream_state != PT_STREAM_SUSPENDED) {
-            td_emit(parent, PT_TD_CREATE, BPF_CORE_READ(child, pid), task_pthread_id(child));
-            td_emit(parent, PT_TD_CONCURRENCY, BPF_CORE_READ(parent, signal, live.counter), 0);
+            TD_EMIT(trusted, parent, PT_TD_CREATE, BPF_CORE_READ(child, pid), task_pthread_id(child));
+            TD_EMIT(trusted, parent, PT_TD_CONCURRENCY, BPF_CORE_READ(parent, signal, live.counter), 0);
         }
         return 0;
     }
@@ -729,8 +803,20 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
     return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(process_exec, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+    return on_process_fork(parent, child, true);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(process_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+    return on_process_fork(parent, child, false);
+}
+
+static __always_inline int on_process_exec(struct task_struct *task, pid_t former_tid,
+                                           struct linux_binprm *bprm)
 {
     __u32 tgid = BPF_CORE_READ(task, tgid);
     const char *path = BPF_CORE_READ(bprm, filename);
@@ -759,10 +845,21 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t former_tid, struct li
     return 0;
 }
 
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(process_exec, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+{
+    return on_process_exec(task, former_tid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(process_exec_raw, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+{
+    return on_process_exec(task, former_tid, bprm);
+}
+
 /* Fires for every thread that exits; the process has ended when the last
  * one goes (signal->live reached zero before this tracepoint). */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(process_exit, struct task_struct *task)
+static __always_inline int on_process_exit(struct task_struct *task, const bool trusted)
 {
     __u32 tgid = BPF_CORE_READ(task, tgid);
     __s32 status = BPF_CORE_READ(task, exit_code);
@@ -774,8 +871,8 @@ int BPF_PROG(process_exit, struct task_struct *task)
     if (!process_traced(tgid))
         return 0;
     if (stream_state != PT_STREAM_SUSPENDED) {
-        td_emit(task, PT_TD_DEATH, status, 0);
-        td_emit(task, PT_TD_CONCURRENCY, live, 0);
+        TD_EMIT(trusted, task, PT_TD_DEATH, status, 0);
+        TD_EMIT(trusted, task, PT_TD_CONCURRENCY, live, 0);
     }
     if (live != 0)
         return 0; /* other threads remain */
@@ -796,6 +893,12 @@ int BPF_PROG(process_exit, struct task_struct *task)
     lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, 8);
     return 0;
 }
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct *task) { return on_process_exit(task, true); }
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(process_exit_raw, struct task_struct *task) { return on_process_exit(task, false); }
 
 /* On the dynamic linker's _dl_debug_state, which it calls whenever its list
  * of loaded objects changed (the hook debuggers use): a library was loaded

@@ -3,6 +3,7 @@
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <bpf/bpf.h>
 #include <dlfcn.h>
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
@@ -562,4 +563,59 @@ TEST_CASE("td_ta_new_pid: an agent with a stream of its own fills the message bu
     CHECK(td_ta_event_getmsg(agent, &msg) == TD_NOMSG); // the second thread is disabled
     CHECK(td_ta_delete(agent) == TD_OK);
     workload.child.say("q\n");
+}
+
+namespace {
+// Whether a BPF program of that name and type is loaded in the kernel now.
+bool program_loaded(const std::string &name, bpf_prog_type type)
+{
+    for (__u32 id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
+        int fd = bpf_prog_get_fd_by_id(id);
+        if (fd < 0)
+            continue;
+        bpf_prog_info info{};
+        __u32 length = sizeof info;
+        bool same = bpf_obj_get_info_by_fd(fd, &info, &length) == 0 && name == info.name && info.type == type;
+        close(fd);
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+// Sets an environment variable for the scope.
+struct ScopedEnvironment {
+    ScopedEnvironment(const char *name, const char *value) : name(name) { setenv(name, value, 1); }
+    ~ScopedEnvironment() { unsetenv(name); }
+    const char *name;
+};
+} // namespace
+
+TEST_CASE("raw tracepoints stand in for tp_btf: the same events, the same counts", "[thread_events]")
+{
+    // On a kernel whose BTF lacks a tracepoint's type the raw_tp twin of
+    // each program is loaded; the variable forces that here.
+    ScopedEnvironment raw("POSIXTRACE_RAW_TRACEPOINTS", "1");
+    Workload workload({"sleeper", "300"});
+    pid_t pid = workload.child.pid(), worker = workload.ready_tid(0);
+    StreamGuard stream = thread_stream(pid);
+    // td_sched_switch_raw: the kernel keeps 15 characters of a name
+    CHECK(program_loaded("td_sched_switch", BPF_PROG_TYPE_RAW_TRACEPOINT));
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    SwitchCounts before = switches_of(pid, worker);
+    workload.child.say("go\n");
+    REQUIRE(workload.child.read_line() == "done\n");
+    SwitchCounts after = switches_of(pid, worker);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    uint64_t lost = 0;
+    auto events = thread_events(stream.get(), &lost);
+    CHECK(lost == 0);
+    long slept = long(count(events, TD_SLEEP, worker));
+    CHECK(std::labs(slept - (after.voluntary - before.voluntary)) <= 2);
+    CHECK(std::labs(long(count(events, TD_SWITCHTO, worker)) - long(count(events, TD_SWITCHFROM, worker))) <= 1);
+    CHECK(count(events, TD_READY, worker) >= 300);
+    for (const auto &e : events)
+        if (e.data.tid == worker)
+            CHECK(std::string(e.data.name) == "thread_workload");
 }

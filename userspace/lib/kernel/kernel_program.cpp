@@ -79,6 +79,7 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     }
     bpf_map__set_max_entries(skel->maps.rings, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
+    program->choose_tracepoint_programs();
     if (int err = posixtrace_bpf__load(skel))
         return errno_from(err);
     for (int cpu = 0; cpu < cpus; ++cpu) {
@@ -116,11 +117,43 @@ int KernelProgram::trace_process(pid_t tgid)
     return 0;
 }
 
+void KernelProgram::choose_tracepoint_programs()
+{
+    const bool force_raw = std::getenv("POSIXTRACE_RAW_TRACEPOINTS") != nullptr;
+    auto &progs = skeleton_->progs;
+    struct Pair {
+        const char *tracepoint;
+        bpf_program *btf, *raw;
+    } pairs[] = {
+        {"sched_switch", progs.td_sched_switch, progs.td_sched_switch_raw},
+        {"sched_wakeup", progs.td_sched_wakeup, progs.td_sched_wakeup_raw},
+        {"sched_wakeup_new", progs.td_sched_wakeup_new, progs.td_sched_wakeup_new_raw},
+        {"signal_deliver", progs.td_signal_deliver, progs.td_signal_deliver_raw},
+        {"sched_pi_setprio", progs.td_pi_setprio, progs.td_pi_setprio_raw},
+        {"sched_process_free", progs.td_process_free, progs.td_process_free_raw},
+        {"sched_process_fork", progs.process_fork, progs.process_fork_raw},
+        {"sched_process_exec", progs.process_exec, progs.process_exec_raw},
+        {"sched_process_exit", progs.process_exit, progs.process_exit_raw},
+    };
+    for (const Pair &pair : pairs) {
+        bool use_btf = !force_raw && libbpf_find_vmlinux_btf_id(pair.tracepoint, BPF_TRACE_RAW_TP) > 0;
+        bpf_program__set_autoload(pair.btf, use_btf);
+        bpf_program__set_autoload(pair.raw, !use_btf);
+    }
+}
+
+bpf_program *KernelProgram::chosen(bpf_program *btf, bpf_program *raw)
+{
+    return bpf_program__autoload(btf) ? btf : raw;
+}
+
 int KernelProgram::attach_kernel_event_programs()
 {
     auto &progs = skeleton_->progs;
     define_thread_event_groups();
-    for (bpf_program *program : {progs.process_fork, progs.process_exec, progs.process_exit}) {
+    for (bpf_program *program : {chosen(progs.process_fork, progs.process_fork_raw),
+                                 chosen(progs.process_exec, progs.process_exec_raw),
+                                 chosen(progs.process_exit, progs.process_exit_raw)}) {
         bpf_link *link = bpf_program__attach(program);
         if (!link)
             return errno_from(-errno);
@@ -141,12 +174,13 @@ void KernelProgram::define_thread_event_groups()
     };
     group(td_bit(PT_TD_SWITCHTO) | td_bit(PT_TD_SWITCHFROM) | td_bit(PT_TD_SLEEP) |
               td_bit(PT_TD_PREEMPT) | td_bit(PT_TD_IDLE),
-          {progs.td_sched_switch});
-    group(td_bit(PT_TD_READY), {progs.td_sched_wakeup, progs.td_sched_wakeup_new});
-    group(td_bit(PT_TD_CATCHSIG), {progs.td_signal_deliver});
+          {chosen(progs.td_sched_switch, progs.td_sched_switch_raw)});
+    group(td_bit(PT_TD_READY), {chosen(progs.td_sched_wakeup, progs.td_sched_wakeup_raw),
+                                chosen(progs.td_sched_wakeup_new, progs.td_sched_wakeup_new_raw)});
+    group(td_bit(PT_TD_CATCHSIG), {chosen(progs.td_signal_deliver, progs.td_signal_deliver_raw)});
     group(td_bit(PT_TD_LOCK_TRY) | td_bit(PT_TD_TIMEOUT), {progs.td_futex_enter, progs.td_futex_exit});
-    group(td_bit(PT_TD_PRI_INHERIT), {progs.td_pi_setprio});
-    group(td_bit(PT_TD_REAP), {progs.td_process_free});
+    group(td_bit(PT_TD_PRI_INHERIT), {chosen(progs.td_pi_setprio, progs.td_pi_setprio_raw)});
+    group(td_bit(PT_TD_REAP), {chosen(progs.td_process_free, progs.td_process_free_raw)});
 }
 
 int KernelProgram::select_thread_event_programs(uint32_t wanted)

@@ -112,6 +112,12 @@ private:
     };
 
     int attach_kernel_event_programs();
+    // Keeps, of each tp_btf program and its raw_tp twin, the one this kernel
+    // can load (tp_btf when its BTF has the tracepoint's type, unless
+    // POSIXTRACE_RAW_TRACEPOINTS is set); called between open and load.
+    void choose_tracepoint_programs();
+    // The chosen one of a pair.
+    static bpf_program *chosen(bpf_program *btf, bpf_program *raw);
 
     struct ProgramGroup {
         uint32_t events; // TD events the programs produce
