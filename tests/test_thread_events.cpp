@@ -619,3 +619,18 @@ TEST_CASE("raw tracepoints stand in for tp_btf: the same events, the same counts
         if (e.data.tid == worker)
             CHECK(std::string(e.data.name) == "thread_workload");
 }
+
+TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_events]")
+{
+    // The table holds 65,536 threads a stream; shrunk to one here.
+    ScopedEnvironment small("POSIXTRACE_TD_MAX_THREADS", "1");
+    SignalAgent s;
+    td_thr_events_t events = only(TD_CATCHSIG);
+    REQUIRE(td_thr_event_enable(&s.first, 1) == TD_OK); // the one entry
+    CHECK(td_thr_event_enable(&s.second, 1) == TD_NOCAPAB);
+    CHECK(td_thr_set_event(&s.second, &events) == TD_NOCAPAB);
+    CHECK(td_thr_clear_event(&s.second, &events) == TD_NOCAPAB);
+    // The thread that has its entry is unaffected, and so is its reporting.
+    CHECK(td_thr_set_event(&s.first, &events) == TD_OK);
+    CHECK(s.round("a\n") == Delivered{{s.tid(0), SIGUSR1}});
+}
