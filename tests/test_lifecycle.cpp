@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 #include <posix_trace/usdt.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -336,4 +338,35 @@ TEST_CASE("threads: threads the target creates while traced are traced", "[lifec
         CHECK(tid != python.pid());
         CHECK(count == 250);
     }
+}
+
+TEST_CASE("td TD_DBERR: the kernel refuses an agent when its process table is full", "[lifecycle]")
+{
+    // The table of processes with an agent holds 4,096 a stream; shrunk to
+    // one here, the agent for an inherited child cannot be registered.
+    setenv("POSIXTRACE_TD_MAX_PROCESSES", "1", 1);
+    ChildConversation spawner({helper("spawner"), "exec", helper("own_probes")});
+    REQUIRE(spawner.read_line() == "ready\n");
+    StreamGuard stream = stream_for(spawner.pid(), POSIX_TRACE_INHERITED);
+    unsetenv("POSIXTRACE_TD_MAX_PROCESSES");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    spawner.say("go\n");
+    REQUIRE(spawner.read_line() == "ready\n"); // the child, traced by inheritance
+    std::ifstream children("/proc/" + std::to_string(spawner.pid()) + "/task/" +
+                           std::to_string(spawner.pid()) + "/children");
+    pid_t child = 0;
+    REQUIRE(children >> child);
+
+    td_thragent_t *parent_agent = nullptr, *child_agent = nullptr;
+    REQUIRE(td_ta_new_from_stream(stream.get(), spawner.pid(), &parent_agent) == TD_OK);
+    CHECK(td_ta_new_from_stream(stream.get(), child, &child_agent) == TD_DBERR);
+    CHECK(child_agent == nullptr);
+    REQUIRE(td_ta_delete(parent_agent) == TD_OK); // its entry freed: now there is room
+    REQUIRE(td_ta_new_from_stream(stream.get(), child, &child_agent) == TD_OK);
+    CHECK(td_ta_delete(child_agent) == TD_OK);
+
+    spawner.say("go\n");
+    REQUIRE(spawner.read_line().rfind("fired ", 0) == 0); // no probe attached: its count does not matter
+    spawner.say("bye\n");
+    REQUIRE(spawner.read_line() == "child exited 0\n");
 }

@@ -24,7 +24,9 @@ extern "C" {
  *   TD_BADTH    not a valid thread handle (NULL, its agent released, or no
  *               such thread in the agent's process)
  *   TD_BADPH    the agent's process has ended, or its stream was shut down
- *   TD_DBERR    the kernel refused an update of the masks (a BPF map call)
+ *   TD_DBERR    the kernel refused an update of the masks (a BPF map call),
+ *               e.g. its table of processes with an agent is full (4,096 a
+ *               stream)
  *   TD_NOMSG    no event message to return
  *   TD_NOCAPAB  td_thr_event_enable / td_thr_set_event / td_thr_clear_event:
  *               the kernel's per-thread table is full (65,536 threads a stream)

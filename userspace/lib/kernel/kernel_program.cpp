@@ -80,9 +80,11 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     bpf_map__set_max_entries(skel->maps.rings, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
     program->choose_tracepoint_programs();
-    // A smaller per-thread TD table, to reach its limit (TD_NOCAPAB) in tests.
+    // Smaller TD tables, to reach their limits (TD_NOCAPAB, TD_DBERR) in tests.
     if (const char *threads = std::getenv("POSIXTRACE_TD_MAX_THREADS"); threads && std::atoi(threads) > 0)
         bpf_map__set_max_entries(skel->maps.td_threads, unsigned(std::atoi(threads)));
+    if (const char *processes = std::getenv("POSIXTRACE_TD_MAX_PROCESSES"); processes && std::atoi(processes) > 0)
+        bpf_map__set_max_entries(skel->maps.td_processes, unsigned(std::atoi(processes)));
     if (int err = posixtrace_bpf__load(skel))
         return errno_from(err);
     for (int cpu = 0; cpu < cpus; ++cpu) {
