@@ -545,10 +545,11 @@ static __always_inline int on_sched_switch(bool preempt, struct task_struct *pre
                                            struct task_struct *next, unsigned int prev_state,
                                            const bool trusted)
 {
-    __u32 next_tid = TASK_FIELD(next, pid, trusted);
+    __u32 next_tid;
 
     if (stream_state == PT_STREAM_SUSPENDED)
         return 0;
+    next_tid = TASK_FIELD(next, pid, trusted);
     if (thread_traced(prev, trusted)) {
         TD_EMIT(trusted, prev, PT_TD_SWITCHFROM, prev_state, next_tid);
         /* as the kernel counts voluntary and involuntary switches */

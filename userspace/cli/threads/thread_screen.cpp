@@ -51,7 +51,7 @@ std::vector<const ThreadRow *> rows_in_order(const ThreadTable &table, uint64_t 
     size_t kept = exited.size();
     if (keep_exited_ns)
         kept = size_t(std::count_if(exited.begin(), exited.end(), [&](const ThreadRow *thread) {
-            return now_ns - thread->exited_at_ns <= keep_exited_ns;
+            return now_ns <= thread->exited_at_ns + keep_exited_ns;
         }));
     hidden_exited = exited.size() - kept;
     live.insert(live.end(), exited.begin(), exited.begin() + long(kept));

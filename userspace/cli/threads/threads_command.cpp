@@ -9,6 +9,7 @@
 #include <trace.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -106,33 +107,21 @@ public:
 
     ThreadTable &table() { return table_; }
 
-    // Applies the events that arrive until `deadline`; false once the
-    // stream has nothing more (stopped and drained).
-    bool read_until(const timespec &deadline)
-    {
-        for (;;) {
-            posix_trace_event_info info;
-            td_event_data data;
-            size_t length = 0;
-            int unavailable = 0;
-            int err = posix_trace_timedgetnext_event(trid_, &info, &data, sizeof data, &length,
-                                                     &unavailable, &deadline);
-            if (err || unavailable)
-                return err == 0;
-            count(info, data, length);
-        }
-    }
-
-    // Everything still in the stream after it stopped.
-    void drain()
+    // Applies the events that arrive until `deadline`, or, without one,
+    // those already in the stream (after it stopped).
+    void apply_events(const timespec *deadline)
     {
         posix_trace_event_info info;
         td_event_data data;
         size_t length = 0;
         int unavailable = 0;
-        while (posix_trace_trygetnext_event(trid_, &info, &data, sizeof data, &length,
-                                            &unavailable) == 0 &&
-               !unavailable)
+        auto next = [&] {
+            return deadline ? posix_trace_timedgetnext_event(trid_, &info, &data, sizeof data,
+                                                             &length, &unavailable, deadline)
+                            : posix_trace_trygetnext_event(trid_, &info, &data, sizeof data,
+                                                           &length, &unavailable);
+        };
+        while (next() == 0 && !unavailable)
             count(info, data, length);
     }
 
@@ -219,18 +208,21 @@ int run(const ThreadsOptions &options)
     int exit_status = 0;
     bool ended = false;
     while (!stop_requested() && !ended) {
-        view.read_until(realtime_in(interval_ms));
+        timespec next_redraw = realtime_in(interval_ms);
+        view.apply_events(&next_redraw);
         if (screen)
-            screen->draw(view.render(elapsed(), {TerminalScreen::lines() - 1, kKeepExitedNs}));
+            screen->draw(view.render(
+                elapsed(), {std::max<size_t>(TerminalScreen::lines(), 8) - 1, kKeepExitedNs}));
         ended = target.ended(exit_status);
         if (options.duration > 0 && elapsed() >= options.duration)
             break;
     }
     posix_trace_stop(stream.get());
-    view.drain();
+    view.apply_events(nullptr);
     double seconds = elapsed();
     if (screen) {
-        auto last = view.render(seconds, {TerminalScreen::lines() - 3, kKeepExitedNs});
+        auto last =
+            view.render(seconds, {std::max<size_t>(TerminalScreen::lines(), 8) - 3, kKeepExitedNs});
         screen.reset(); // back to the normal screen, where the last view stays
         print_lines(last);
     } else {

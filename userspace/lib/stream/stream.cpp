@@ -341,7 +341,14 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     posix_trace_filter_data change{filter_, updated};
     filter_ = updated;
     kernel_->set_filter(filter_);
-    select_thread_event_programs_locked();
+    // A thread event the new filter lets through needs its program attached:
+    // if the kernel refuses, the old filter stays and the caller is told.
+    if (int err = select_thread_event_programs_locked()) {
+        filter_ = change.old_filter;
+        kernel_->set_filter(filter_);
+        select_thread_event_programs_locked();
+        return err;
+    }
     if (running_)
         queue_system_event_locked(POSIX_TRACE_FILTER, monotonic_now(), &change, sizeof change);
     return 0;
@@ -736,15 +743,19 @@ bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &c
     return true;
 }
 
-void Stream::set_thread_agent(pid_t pid, bool present)
+int Stream::set_thread_agent(pid_t pid, bool present)
 {
     std::lock_guard lock(mutex_);
     if (present)
         thread_agents_.insert(pid);
     else
         thread_agents_.erase(pid);
-    if (!shut_down_)
-        select_thread_event_programs_locked();
+    if (shut_down_)
+        return 0;
+    int err = select_thread_event_programs_locked();
+    if (err && present) // an agent whose events cannot all be produced is refused
+        thread_agents_.erase(pid);
+    return err;
 }
 
 // The thread event types the stream may record: those its filter lets

@@ -80,7 +80,7 @@ public:
     // stream is shut down.
     bool control_thread_events(const std::function<void(KernelProgram &)> &change);
     // Reported thread events of `pid` call the reporting functions.
-    void set_thread_agent(pid_t pid, bool present);
+    int set_thread_agent(pid_t pid, bool present); // 0 or an errno (programs not attached)
 
     std::optional<std::string> event_name(trace_event_id_t id) const;
     int open_event_type(const char *name, trace_event_id_t &id);

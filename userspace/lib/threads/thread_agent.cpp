@@ -29,12 +29,18 @@ td_err_e ThreadAgent::attach(std::shared_ptr<Stream> stream, pid_t pid, bool own
         kernel.remove_td_threads_of(pid);
         return kernel.set_td_process(pid, pt_td_process{}) ? TD_DBERR : TD_OK;
     });
+    if (result == TD_OK && agent->stream_->set_thread_agent(pid, true) != 0) {
+        agent->with_kernel([pid](KernelProgram &kernel) {
+            kernel.remove_td_process(pid);
+            return TD_OK;
+        });
+        result = TD_DBERR;
+    }
     if (result != TD_OK) {
         agent->owns_stream_ = false; // the caller still owns it on failure
         agent->stream_.reset();
         return result;
     }
-    agent->stream_->set_thread_agent(pid, true);
     out = std::move(agent);
     return TD_OK;
 }
@@ -56,7 +62,8 @@ ThreadAgent::~ThreadAgent()
 td_err_e ThreadAgent::with_kernel(const std::function<td_err_e(KernelProgram &)> &change)
 {
     td_err_e result = TD_BADPH;
-    if (!stream_ || !stream_->control_thread_events([&](KernelProgram &kernel) { result = change(kernel); }))
+    if (!stream_ ||
+        !stream_->control_thread_events([&](KernelProgram &kernel) { result = change(kernel); }))
         return TD_BADPH;
     return result;
 }
