@@ -9,16 +9,21 @@
 #include <cerrno>
 #include <cstring>
 
+#include "log/log_table.hpp"
 #include "stream/stream_table.hpp"
 #include "util/export.hpp"
 
 using namespace posixtrace;
+using posixtrace::log::LogReader;
+using posixtrace::log::LogTable;
 
 namespace {
 
 std::shared_ptr<Stream> stream_of(trace_id_t trid) { return StreamTable::instance().find(trid); }
+std::shared_ptr<LogReader> log_of(trace_id_t trid) { return LogTable::instance().find(trid); }
 
-int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid)
+// `log_fd` >= 0: posix_trace_create_withlog.
+int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
 {
     if (!trid || pid < 0)
         return EINVAL;
@@ -29,26 +34,31 @@ int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid)
             return EINVAL;
         attributes = *given;
     }
-    if (attributes.stream_full_policy == POSIX_TRACE_FLUSH)
+    if (attributes.stream_full_policy == POSIX_TRACE_FLUSH && log_fd < 0)
         return EINVAL; // only meaningful for a stream with a log
     if (pid == 0)
         pid = getpid();
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return ESRCH;
     std::shared_ptr<Stream> stream;
-    if (int err = Stream::create(pid, attributes, stream))
+    if (int err = Stream::create(pid, attributes, stream, log_fd))
         return err;
     *trid = StreamTable::instance().add(std::move(stream));
     return 0;
 }
 
+// A pre-recorded log never waits: its events are there or it has ended.
+// trygetnext is for active streams only (POSIX: an error for a log).
 int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t num_bytes,
              size_t *data_len, int *unavailable, WaitMode mode, const timespec *abstime)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !event || !data_len || !unavailable)
+    if (!event || !data_len || !unavailable)
         return EINVAL;
-    return stream->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
+    if (auto stream = stream_of(trid))
+        return stream->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
+    if (auto log = log_of(trid); log && mode != WaitMode::Try)
+        return log->next_event({event, data, num_bytes, data_len}, unavailable);
+    return EINVAL;
 }
 
 } // namespace
@@ -76,8 +86,7 @@ POSIXTRACE_EXPORT int posix_trace_shutdown(trace_id_t trid)
     auto stream = StreamTable::instance().remove(trid);
     if (!stream)
         return EINVAL;
-    stream->shutdown();
-    return 0;
+    return stream->shutdown();
 }
 
 POSIXTRACE_EXPORT int posix_trace_clear(trace_id_t trid)
@@ -88,19 +97,27 @@ POSIXTRACE_EXPORT int posix_trace_clear(trace_id_t trid)
 
 POSIXTRACE_EXPORT int posix_trace_get_attr(trace_id_t trid, trace_attr_t *attr)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !attr)
+    if (!attr)
         return EINVAL;
-    store_attributes(attr, stream->attributes());
+    if (auto stream = stream_of(trid))
+        store_attributes(attr, stream->attributes());
+    else if (auto log = log_of(trid))
+        store_attributes(attr, log->attributes());
+    else
+        return EINVAL;
     return 0;
 }
 
 POSIXTRACE_EXPORT int posix_trace_get_status(trace_id_t trid, posix_trace_status_info *status)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !status)
+    if (!status)
         return EINVAL;
-    *status = stream->take_status();
+    if (auto stream = stream_of(trid))
+        *status = stream->take_status();
+    else if (auto log = log_of(trid))
+        *status = log->status(); // the completed stream's: never reset
+    else
+        return EINVAL;
     return 0;
 }
 
@@ -188,10 +205,13 @@ POSIXTRACE_EXPORT int posix_trace_trid_eventid_open(trace_id_t trid, const char 
 
 POSIXTRACE_EXPORT int posix_trace_eventid_get_name(trace_id_t trid, trace_event_id_t id, char *name)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !name)
+    if (!name)
         return EINVAL;
-    auto found = stream->event_name(id);
+    std::optional<std::string> found;
+    if (auto stream = stream_of(trid))
+        found = stream->event_name(id);
+    else if (auto log = log_of(trid))
+        found = log->event_name(id);
     if (!found)
         return EINVAL;
     std::memcpy(name, found->c_str(), found->size() + 1);
@@ -207,32 +227,65 @@ POSIXTRACE_EXPORT int posix_trace_eventtypelist_getnext_id(trace_id_t trid,
                                                            trace_event_id_t *__restrict id,
                                                            int *__restrict unavailable)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !id || !unavailable)
+    if (!id || !unavailable)
         return EINVAL;
-    stream->next_event_type(*id, *unavailable);
+    if (auto stream = stream_of(trid))
+        stream->next_event_type(*id, *unavailable);
+    else if (auto log = log_of(trid))
+        log->next_event_type(*id, *unavailable);
+    else
+        return EINVAL;
     return 0;
 }
 
 POSIXTRACE_EXPORT int posix_trace_eventtypelist_rewind(trace_id_t trid)
 {
-    auto stream = stream_of(trid);
-    if (!stream)
+    if (auto stream = stream_of(trid))
+        stream->rewind_event_types();
+    else if (auto log = log_of(trid))
+        log->rewind_event_types();
+    else
         return EINVAL;
-    stream->rewind_event_types();
     return 0;
 }
 
-// ---- Trace Log option: not yet implemented (issue 5). These answer as POSIX
-// says for ids that are not streams with a log / not trace logs.
+// ---- Trace Log option --------------------------------------------------------------
 
-POSIXTRACE_EXPORT int posix_trace_create_withlog(pid_t, const trace_attr_t *__restrict, int fd,
-                                                 trace_id_t *__restrict)
+POSIXTRACE_EXPORT int posix_trace_create_withlog(pid_t pid, const trace_attr_t *__restrict attr,
+                                                 int fd, trace_id_t *__restrict trid)
 {
-    return fd < 0 ? EBADF : EINVAL;
+    if (fd < 0)
+        return EBADF;
+    return create_stream(pid, attr, trid, fd);
 }
 
-POSIXTRACE_EXPORT int posix_trace_flush(trace_id_t) { return EINVAL; }
-POSIXTRACE_EXPORT int posix_trace_open(int, trace_id_t *) { return EINVAL; }
-POSIXTRACE_EXPORT int posix_trace_rewind(trace_id_t) { return EINVAL; }
-POSIXTRACE_EXPORT int posix_trace_close(trace_id_t) { return EINVAL; }
+POSIXTRACE_EXPORT int posix_trace_flush(trace_id_t trid)
+{
+    auto stream = stream_of(trid);
+    return stream ? stream->flush() : EINVAL;
+}
+
+POSIXTRACE_EXPORT int posix_trace_open(int fd, trace_id_t *trid)
+{
+    if (!trid)
+        return EINVAL;
+    std::unique_ptr<LogReader> reader;
+    if (int err = LogReader::open(fd, reader))
+        return err;
+    *trid = LogTable::instance().add(std::move(reader));
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_rewind(trace_id_t trid)
+{
+    auto log = log_of(trid);
+    if (!log)
+        return EINVAL;
+    log->rewind();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_close(trace_id_t trid)
+{
+    return LogTable::instance().remove(trid) ? 0 : EINVAL;
+}

@@ -97,20 +97,27 @@ void drain_eventfd(int fd)
 
 } // namespace
 
-int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out)
+int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
+                   int log_fd)
 {
     auto stream = std::make_shared<Stream>();
-    if (int err = stream->initialize(target, attributes))
+    if (int err = stream->initialize(target, attributes, log_fd))
         return err;
     out = std::move(stream);
     return 0;
 }
 
-int Stream::initialize(pid_t target, const Attributes &attributes)
+int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
 {
     attributes_ = attributes;
     creator_pid_ = getpid();
     target_pid_ = target;
+    timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    attributes_.create_time = now;
+    if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
+        if (int err = open_log(log_fd))
+            return err;
 
     std::string binary;
     if (target == getpid()) {
@@ -161,13 +168,22 @@ int Stream::initialize(pid_t target, const Attributes &attributes)
         epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, ring.data.fd, &ring);
     }
 
-    timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    attributes_.create_time = now;
     realtime_offset_ns_ = realtime_minus_monotonic();
     drain_ = std::jthread([this](std::stop_token stop) { drain_loop(stop); });
     pthread_setname_np(drain_.native_handle(), "posixtrace-drn"); // for top, ps -L
     return 0;
+}
+
+int Stream::open_log(int log_fd)
+{
+    // The writing thread wakes the drain thread when a flush is done, so the
+    // flush-stop event is recorded then.
+    auto progress = [this] {
+        if (wakeup_)
+            wake_drain();
+    };
+    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(),
+                                  progress, log_);
 }
 
 Stream::~Stream() { shutdown(); }
@@ -250,10 +266,16 @@ int Stream::stop()
     std::unique_lock lock(mutex_);
     if (shut_down_)
         return EINVAL;
+    stop_locked(lock);
+    return 0;
+}
+
+void Stream::stop_locked(std::unique_lock<std::mutex> &lock)
+{
     if (!running_) {
         if (auto_stopped_) // an explicit stop wins over the automatic restart
             cancel_auto_restart_locked();
-        return 0;
+        return;
     }
     kernel_->set_state(PT_STREAM_SUSPENDED);
     running_ = false;
@@ -265,7 +287,6 @@ int Stream::stop()
     posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
     queue_system_event_locked(POSIX_TRACE_STOP, now, &cause, sizeof cause);
     flush_locked(lock, now);
-    return 0;
 }
 
 int Stream::clear()
@@ -292,12 +313,19 @@ int Stream::clear()
     return 0;
 }
 
-void Stream::shutdown()
+int Stream::shutdown()
 {
+    std::optional<log::FinalState> final_state;
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         if (shut_down_)
-            return;
+            return 0;
+        if (log_ && drain_.joinable()) { // as posix_trace_stop, then a last flush
+            stop_locked(lock);
+            flush_locked(lock, monotonic_now());
+            move_to_log_locked();
+            final_state = final_state_locked();
+        }
         if (kernel_)
             kernel_->set_state(PT_STREAM_SUSPENDED);
         shut_down_ = true;
@@ -315,6 +343,110 @@ void Stream::shutdown()
     buffer_.reset();
     pending_system_.clear();
     epoll_.reset();
+    int err = log_ && final_state ? log_->close(*final_state) : 0;
+    log_.reset();
+    return err;
+}
+
+// ---- the trace log -------------------------------------------------------------
+
+int Stream::flush()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_ || !log_)
+        return EINVAL;
+    if (int err = log_->first_error())
+        return err;
+    uint64_t now = monotonic_now();
+    flush_locked(lock, now); // what the kernel recorded until now is in the stream
+    if (shut_down_)
+        return EINVAL;
+    move_to_log_locked();
+    note_flush_start_locked(now);
+    if (buffer_->empty() && auto_stopped_)
+        auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
+    update_readable_locked();
+    return 0;
+}
+
+// Hands every event of the stream, losses reported first, to the log writer.
+void Stream::move_to_log_locked()
+{
+    auto name_of = [this](uint32_t id) { return event_name_locked(id); };
+    if (head_loss_.any()) {
+        posix_trace_overflow_data info{head_loss_.in_kernel + head_loss_.in_stream,
+                                       head_loss_.in_kernel, head_loss_.in_stream};
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+            log_->append(system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof info),
+                         &info, name_of);
+        head_loss_ = {};
+    }
+    if (resume_due_) {
+        resume_due_ = false;
+        uint64_t at = buffer_->empty() ? clock_nanos(CLOCK_REALTIME) : buffer_->front().timestamp_ns;
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            log_->append(system_record(POSIX_TRACE_RESUME, at, 0), nullptr, name_of);
+    }
+    while (!buffer_->empty()) {
+        const pt_record &record = buffer_->front();
+        log_->append(record, record.data, name_of);
+        buffer_->pop();
+    }
+    if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
+        full_ = false;
+    flushes_.push_back(log_->submit());
+}
+
+// The flush-start event goes into the emptied stream, after the events the
+// flush took: it is in the log with the next flush.
+void Stream::note_flush_start_locked(uint64_t monotonic_ns)
+{
+    if (!filtered_locked(POSIX_TRACE_FLUSH_START))
+        push_locked(system_record(POSIX_TRACE_FLUSH_START, monotonic_ns, 0), nullptr);
+}
+
+// One flush-stop event for each flush the log writer has finished.
+void Stream::check_flush_done_locked()
+{
+    while (!flushes_.empty() && log_->done(flushes_.front())) {
+        flushes_.pop_front();
+        queue_system_event_locked(POSIX_TRACE_FLUSH_STOP, monotonic_now(), nullptr, 0);
+    }
+}
+
+log::FinalState Stream::final_state_locked()
+{
+    log::FinalState state{};
+    state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
+    state.status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    state.status.posix_stream_flush_error = log_->first_error();
+    state.status.posix_log_overrun_status = log_->take_overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    state.status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.recorded = counters_.recorded;
+    state.lost_in_kernel = counters_.lost_in_kernel;
+    state.lost_in_stream = counters_.lost_in_stream;
+    state.types = event_types_locked();
+    return state;
+}
+
+std::vector<log::NamedType> Stream::event_types_locked() const
+{
+    std::vector<log::NamedType> types;
+    for (trace_event_id_t id : builtin_event_ids())
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    auto user = remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
+    for (trace_event_id_t id : user)
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i) {
+        trace_event_id_t id = POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i);
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    }
+    return types;
 }
 
 int Stream::set_filter(const trace_event_set_t &set, int how)
@@ -373,6 +505,14 @@ posix_trace_status_info Stream::take_status()
     status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
     status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
     status.posix_stream_flush_error = 0;
+    if (log_) {
+        if (!flushes_.empty() && !log_->done(flushes_.back()))
+            status.posix_stream_flush_status = POSIX_TRACE_FLUSHING;
+        status.posix_stream_flush_error = log_->take_flush_error();
+        status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+        if (log_->take_overrun())
+            status.posix_log_overrun_status = POSIX_TRACE_OVERRUN;
+    }
     overrun_ = false;
     return status;
 }
@@ -400,6 +540,8 @@ void Stream::drain_loop(std::stop_token stop)
             break;
 
         std::lock_guard lock(mutex_);
+        if (log_)
+            check_flush_done_locked();
         uint64_t ticket = flush_requested_;
         uint64_t watermark = monotonic_now() - kReorderMarginNs;
         if (flush_completed_ < ticket)
@@ -486,7 +628,12 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
 void Stream::store_locked(const pt_record &record, const void *data)
 {
     size_t bytes = stored_event_size(record.data_len);
-    if (attributes_.stream_full_policy == POSIX_TRACE_LOOP) {
+    if (attributes_.stream_full_policy == POSIX_TRACE_FLUSH) {
+        if (!buffer_->fits(bytes)) { // full: everything goes to the log
+            move_to_log_locked();
+            note_flush_start_locked(record.timestamp_ns);
+        }
+    } else if (attributes_.stream_full_policy == POSIX_TRACE_LOOP) {
         while (!buffer_->fits(bytes) && !buffer_->empty())
             drop_oldest_locked();
     } else {
@@ -771,13 +918,16 @@ int Stream::select_thread_event_programs_locked()
 
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const
 {
+    std::lock_guard lock(mutex_);
+    return event_name_locked(id);
+}
+
+std::optional<std::string> Stream::event_name_locked(trace_event_id_t id) const
+{
     if (auto builtin = builtin_event_name(id))
         return std::string(*builtin);
-    if (id >= POSIX_TRACE_USDT_EVENT_FIRST) {
-        std::lock_guard lock(mutex_);
+    if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
         return probes_ ? probes_->usdt_name(id) : std::nullopt;
-    }
-    std::lock_guard lock(mutex_);
     return remote_user_names_ ? remote_user_names_->name_of(id)
                               : UserEventRegistry::instance().name_of(id);
 }

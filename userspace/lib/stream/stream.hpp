@@ -18,21 +18,15 @@
 #include "attributes/attributes.hpp"
 #include "events/remote_user_events.hpp"
 #include "kernel/kernel_program.hpp"
+#include "log/log_writer.hpp"
 #include "stream/event_buffer.hpp"
+#include "stream/event_destination.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
-
-// Where one getnext call puts the event it reads.
-struct EventDestination {
-    posix_trace_event_info *info;
-    void *data;
-    size_t capacity;
-    size_t *data_len;
-};
 
 enum class WaitMode { Block, Try, Until };
 
@@ -41,7 +35,9 @@ enum class WaitMode { Block, Try, Until };
 // (applying the full policy), and the readers' side of getnext.
 class Stream {
 public:
-    static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out);
+    // `log_fd` >= 0: a stream with a trace log written to that descriptor.
+    static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
+                      int log_fd = -1);
     Stream() = default;
     ~Stream();
     Stream(const Stream &) = delete;
@@ -52,7 +48,12 @@ public:
     int start();
     int stop();
     int clear();
-    void shutdown();
+    // With a log: what is left is flushed and the log closed; its first
+    // write error (ENOSPC, EFBIG, ...) is returned, the stream gone anyway.
+    int shutdown();
+    // posix_trace_flush: starts copying the stream into its log. EINVAL
+    // without a log; the first error of an earlier write.
+    int flush();
 
     int set_filter(const trace_event_set_t &set, int how);
     trace_event_set_t filter() const;
@@ -95,7 +96,15 @@ private:
         bool any() const { return in_kernel + in_stream != 0; }
     };
 
-    int initialize(pid_t target, const Attributes &attributes);
+    int initialize(pid_t target, const Attributes &attributes, int log_fd);
+    int open_log(int log_fd);
+    void stop_locked(std::unique_lock<std::mutex> &lock);
+    void move_to_log_locked();
+    void note_flush_start_locked(uint64_t monotonic_ns);
+    void check_flush_done_locked();
+    log::FinalState final_state_locked();
+    std::vector<log::NamedType> event_types_locked() const;
+    std::optional<std::string> event_name_locked(trace_event_id_t id) const;
     void drain_loop(std::stop_token stop);
     void drain_pass_locked(uint64_t watermark_ns);
     void deliver_locked(const pt_record &record, const uint8_t *data);
@@ -158,6 +167,8 @@ private:
     std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
     std::unique_ptr<ProbeAttacher> probes_;
     std::set<pid_t> thread_agents_;
+    std::unique_ptr<log::LogWriter> log_;
+    std::deque<uint64_t> flushes_; // tickets of the flushes still being written
 };
 
 } // namespace posixtrace

@@ -1,5 +1,7 @@
 #include "stream/stream_table.hpp"
 
+#include "util/trace_ids.hpp"
+
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -20,7 +22,7 @@ StreamTable &StreamTable::instance()
 trace_id_t StreamTable::add(std::shared_ptr<Stream> stream)
 {
     std::lock_guard lock(mutex_);
-    trace_id_t id = next_id_++;
+    trace_id_t id = new_trace_id();
     streams_.emplace(id, std::move(stream));
     return id;
 }

@@ -26,7 +26,6 @@ public:
 private:
     mutable std::mutex mutex_;
     std::map<trace_id_t, std::shared_ptr<Stream>> streams_;
-    trace_id_t next_id_ = 1;
 };
 
 } // namespace posixtrace

@@ -1,0 +1,650 @@
+// The Trace Log option: posix_trace_create_withlog, _flush, _shutdown on a
+// stream with log, and _open, _rewind, _close and the getnext calls on the
+// log, with real BPF streams writing real files.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <posix_trace/events.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace test_support;
+
+namespace {
+
+// A file in /tmp, removed with the object.
+class TempFile {
+public:
+    TempFile()
+    {
+        char name[] = "/tmp/posixtrace-log-XXXXXX";
+        fd_ = mkstemp(name);
+        REQUIRE(fd_ >= 0);
+        path_ = name;
+    }
+    ~TempFile()
+    {
+        if (fd_ >= 0)
+            close(fd_);
+        unlink(path_.c_str());
+    }
+    int fd() const { return fd_; }
+    const std::string &path() const { return path_; }
+    std::vector<unsigned char> bytes() const
+    {
+        std::vector<unsigned char> all;
+        FILE *file = fopen(path_.c_str(), "rb");
+        REQUIRE(file);
+        unsigned char chunk[65536];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, file)) > 0)
+            all.insert(all.end(), chunk, chunk + n);
+        fclose(file);
+        return all;
+    }
+    void write_bytes(const std::vector<unsigned char> &bytes) const
+    {
+        FILE *file = fopen(path_.c_str(), "wb");
+        REQUIRE(file);
+        REQUIRE(fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size());
+        fclose(file);
+    }
+    off_t size() const
+    {
+        struct stat st;
+        REQUIRE(stat(path_.c_str(), &st) == 0);
+        return st.st_size;
+    }
+
+private:
+    int fd_ = -1;
+    std::string path_;
+};
+
+class LogGuard {
+public:
+    explicit LogGuard(const std::string &path)
+    {
+        fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd_ >= 0);
+        open_error_ = posix_trace_open(fd_, &trid_);
+    }
+    ~LogGuard()
+    {
+        if (open_error_ == 0)
+            posix_trace_close(trid_);
+        close(fd_);
+    }
+    int open_error() const { return open_error_; }
+    trace_id_t get() const { return trid_; }
+
+private:
+    int fd_ = -1;
+    int open_error_ = -1;
+    trace_id_t trid_ = 0;
+};
+
+struct LogRead {
+    std::vector<Event> events;
+    int error = 0; // what ended the reading: 0 the end of the log
+};
+
+LogRead read_log(trace_id_t trid, bool skip_thread_events = true)
+{
+    LogRead result;
+    std::vector<unsigned char> buffer(kReadBufferBytes);
+    for (;;) {
+        Event event;
+        size_t len = 0;
+        int unavailable = -1;
+        result.error = posix_trace_getnext_event(trid, &event.info, buffer.data(), buffer.size(),
+                                                 &len, &unavailable);
+        if (result.error || unavailable)
+            break;
+        if (skip_thread_events && is_thread_event(event.info.posix_event_id))
+            continue;
+        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(len));
+        result.events.push_back(std::move(event));
+    }
+    return result;
+}
+
+// A stream of this process with a log on `fd`; thread events filtered out.
+StreamGuard make_logged_stream(int fd, trace_attr_t *attr)
+{
+    trace_id_t trid = 0;
+    int err = posix_trace_create_withlog(0, attr, fd, &trid);
+    INFO("posix_trace_create_withlog: " << err << " (" << std::strerror(err) << ")");
+    REQUIRE(err == 0);
+    StreamGuard guard(trid);
+    filter_thread_events(trid);
+    return guard;
+}
+
+struct Attr {
+    trace_attr_t attr;
+    Attr() { posix_trace_attr_init(&attr); }
+    ~Attr() { posix_trace_attr_destroy(&attr); }
+};
+
+// Payload number i: its own length (0 … 8192 over the run) and bytes.
+std::vector<unsigned char> payload(size_t i)
+{
+    size_t length = (i * 37) % 300;
+    if (i % 97 == 0)
+        length = 8192;
+    std::vector<unsigned char> bytes(length);
+    for (size_t k = 0; k < length; ++k)
+        bytes[k] = (unsigned char)(i * 31 + k);
+    return bytes;
+}
+
+std::vector<Event> user_events_of(const std::vector<Event> &events, trace_event_id_t id)
+{
+    std::vector<Event> found;
+    for (const auto &event : events)
+        if (event.info.posix_event_id == id)
+            found.push_back(event);
+    return found;
+}
+
+bool same_event(const Event &a, const Event &b)
+{
+    return a.info.posix_event_id == b.info.posix_event_id && a.info.posix_pid == b.info.posix_pid &&
+           a.info.posix_tid == b.info.posix_tid &&
+           a.info.posix_thread_id == b.info.posix_thread_id &&
+           a.info.posix_prog_address == b.info.posix_prog_address &&
+           a.info.posix_timestamp.tv_sec == b.info.posix_timestamp.tv_sec &&
+           a.info.posix_timestamp.tv_nsec == b.info.posix_timestamp.tv_nsec &&
+           a.info.posix_truncation_status == b.info.posix_truncation_status && a.data == b.data;
+}
+
+// Writes a closed log of `count` user events "log.test" (payload(i)) and
+// returns the events as read back.
+std::vector<Event> write_user_event_log(const TempFile &file, size_t count, trace_attr_t *attr)
+{
+    StreamGuard stream = make_logged_stream(file.fd(), attr);
+    trace_event_id_t id = user_event("log.test");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    for (size_t i = 0; i < count; ++i) {
+        auto bytes = payload(i);
+        posix_trace_event(id, bytes.data(), bytes.size());
+    }
+    REQUIRE(stream.shutdown() == 0);
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    return read.events;
+}
+
+} // namespace
+
+TEST_CASE("a stream with log writes a log that posix_trace_open reads back exactly", "[log]")
+{
+    TempFile file;
+    Attr a;
+    REQUIRE(posix_trace_attr_setname(&a.attr, "round-trip") == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    trace_event_id_t id = user_event("log.round_trip");
+    timespec before = realtime_now();
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    const size_t count = 500;
+    for (size_t i = 0; i < count; ++i) {
+        auto bytes = payload(i);
+        posix_trace_event(id, bytes.data(), bytes.size());
+    }
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    timespec after = realtime_now();
+    trace_attr_t stream_attr;
+    REQUIRE(posix_trace_get_attr(stream.get(), &stream_attr) == 0);
+    REQUIRE(stream.shutdown() == 0);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    auto ids = ids_of(read.events);
+    REQUIRE(ids.size() == count + 2);
+    CHECK(ids.front() == POSIX_TRACE_START);
+    CHECK(ids.back() == POSIX_TRACE_STOP);
+    std::vector<Event> user = user_events_of(read.events, id);
+    REQUIRE(user.size() == count);
+    for (size_t i = 0; i < count; ++i) {
+        INFO("event " << i);
+        CHECK(user[i].data == payload(i));
+        CHECK(user[i].info.posix_pid == getpid());
+        CHECK(user[i].info.posix_tid == gettid());
+        CHECK(user[i].info.posix_thread_id == pthread_self());
+        CHECK(user[i].info.posix_truncation_status == POSIX_TRACE_NOT_TRUNCATED);
+        CHECK(timespec_le(before, user[i].info.posix_timestamp));
+        CHECK(timespec_le(user[i].info.posix_timestamp, after));
+        if (i)
+            CHECK(timespec_le(user[i - 1].info.posix_timestamp, user[i].info.posix_timestamp));
+    }
+
+    SECTION("names, attributes and status come from the log")
+    {
+        char name[TRACE_EVENT_NAME_MAX];
+        REQUIRE(posix_trace_eventid_get_name(log.get(), id, name) == 0);
+        CHECK(std::string(name) == "log.round_trip");
+        REQUIRE(posix_trace_eventid_get_name(log.get(), POSIX_TRACE_START, name) == 0);
+        CHECK(std::string(name) == "posix_trace_start");
+        CHECK(posix_trace_eventid_get_name(log.get(), 4000, name) == EINVAL);
+        bool listed = false;
+        trace_event_id_t listed_id;
+        int unavailable = 0;
+        REQUIRE(posix_trace_eventtypelist_rewind(log.get()) == 0);
+        while (posix_trace_eventtypelist_getnext_id(log.get(), &listed_id, &unavailable) == 0 &&
+               !unavailable)
+            listed |= listed_id == id;
+        CHECK(listed);
+
+        trace_attr_t log_attr;
+        REQUIRE(posix_trace_get_attr(log.get(), &log_attr) == 0);
+        char trace_name[TRACE_NAME_MAX];
+        REQUIRE(posix_trace_attr_getname(&log_attr, trace_name) == 0);
+        CHECK(std::string(trace_name) == "round-trip");
+        timespec created_stream, created_log;
+        posix_trace_attr_getcreatetime(&stream_attr, &created_stream);
+        posix_trace_attr_getcreatetime(&log_attr, &created_log);
+        CHECK(created_stream.tv_sec == created_log.tv_sec);
+        CHECK(created_stream.tv_nsec == created_log.tv_nsec);
+        int policy = 0;
+        posix_trace_attr_getlogfullpolicy(&log_attr, &policy);
+        CHECK(policy == POSIX_TRACE_APPEND);
+        size_t max_data = 0;
+        posix_trace_attr_getmaxdatasize(&log_attr, &max_data);
+        CHECK(max_data == 8192);
+
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+        CHECK(status.posix_log_full_status == POSIX_TRACE_NOT_FULL);
+        CHECK(status.posix_stream_flush_error == 0);
+    }
+    SECTION("rewind reads it again from the oldest event")
+    {
+        REQUIRE(posix_trace_rewind(log.get()) == 0);
+        LogRead again = read_log(log.get());
+        REQUIRE(again.error == 0);
+        REQUIRE(again.events.size() == read.events.size());
+        for (size_t i = 0; i < again.events.size(); ++i)
+            CHECK(same_event(again.events[i], read.events[i]));
+    }
+    SECTION("the end of the log: unavailable, for every getnext that may read a log")
+    {
+        auto r = get_next(log.get(), GetNext::Block);
+        CHECK(r.err == 0);
+        CHECK(r.unavailable != 0);
+        timespec soon = realtime_in(1'000'000);
+        r = get_next(log.get(), GetNext::Timed, &soon);
+        CHECK(r.err == 0);
+        CHECK(r.unavailable != 0);
+        CHECK(get_next(log.get(), GetNext::Try).err == EINVAL); // not for a log
+    }
+    SECTION("a short buffer truncates the read, as for a stream")
+    {
+        REQUIRE(posix_trace_rewind(log.get()) == 0);
+        posix_trace_event_info info;
+        unsigned char small[4];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_getnext_event(log.get(), &info, small, sizeof small, &len,
+                                          &unavailable) == 0); // the start event
+        do {
+            REQUIRE(posix_trace_getnext_event(log.get(), &info, small, sizeof small, &len,
+                                              &unavailable) == 0);
+        } while (!unavailable && info.posix_event_id != id);
+        REQUIRE(posix_trace_getnext_event(log.get(), &info, small, sizeof small, &len,
+                                          &unavailable) == 0); // payload(1): 37 bytes
+        CHECK(len == 4);
+        CHECK(info.posix_truncation_status == POSIX_TRACE_TRUNCATED_READ);
+    }
+}
+
+TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends it", "[log]")
+{
+    TempFile file;
+    Attr a;
+    write_user_event_log(file, 10, &a.attr);
+    int fd = open(file.path().c_str(), O_RDONLY);
+    trace_id_t trid;
+    REQUIRE(posix_trace_open(fd, &trid) == 0);
+    CHECK(posix_trace_start(trid) == EINVAL);
+    CHECK(posix_trace_stop(trid) == EINVAL);
+    CHECK(posix_trace_shutdown(trid) == EINVAL);
+    CHECK(posix_trace_flush(trid) == EINVAL);
+    CHECK(posix_trace_clear(trid) == EINVAL);
+    trace_event_set_t set;
+    CHECK(posix_trace_get_filter(trid, &set) == EINVAL);
+    REQUIRE(posix_trace_close(trid) == 0);
+    CHECK(posix_trace_close(trid) == EINVAL);
+    CHECK(posix_trace_rewind(trid) == EINVAL);
+    CHECK(get_next(trid, GetNext::Block).err == EINVAL);
+    trace_attr_t attr;
+    CHECK(posix_trace_get_attr(trid, &attr) == EINVAL);
+    close(fd);
+
+    SECTION("and a stream's id is not a log")
+    {
+        StreamGuard stream = make_stream();
+        CHECK(posix_trace_rewind(stream.get()) == EINVAL);
+        CHECK(posix_trace_close(stream.get()) == EINVAL);
+        CHECK(posix_trace_flush(stream.get()) == EINVAL); // a stream without log
+    }
+}
+
+TEST_CASE("posix_trace_open refuses what is not a readable trace log with EINVAL", "[log]")
+{
+    trace_id_t trid;
+    CHECK(posix_trace_open(-1, &trid) == EINVAL);
+    TempFile file;
+    CHECK(posix_trace_open(file.fd(), &trid) == EINVAL); // empty
+    file.write_bytes(std::vector<unsigned char>(4096, 'x'));
+    {
+        LogGuard log(file.path());
+        CHECK(log.open_error() == EINVAL);
+    }
+    Attr a;
+    TempFile good;
+    write_user_event_log(good, 5, &a.attr);
+    int write_only = open(good.path().c_str(), O_WRONLY);
+    CHECK(posix_trace_open(write_only, &trid) == EINVAL);
+    close(write_only);
+    int readable = open(good.path().c_str(), O_RDONLY);
+    CHECK(posix_trace_open(readable, nullptr) == EINVAL);
+    close(readable);
+
+    auto bytes = good.bytes();
+    for (size_t offset : {size_t(0), size_t(9), size_t(12), size_t(30), size_t(100), size_t(200)}) {
+        INFO("header byte " << offset << " flipped");
+        auto damaged = bytes;
+        damaged[offset] ^= 0x10;
+        file.write_bytes(damaged);
+        LogGuard log(file.path());
+        CHECK(log.open_error() == EINVAL);
+    }
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    CHECK(posix_trace_open(fds[0], &trid) == EINVAL);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+TEST_CASE("posix_trace_create_withlog checks its descriptor", "[log]")
+{
+    trace_id_t trid;
+    CHECK(posix_trace_create_withlog(0, nullptr, -1, &trid) == EBADF);
+    TempFile file;
+    int read_only = open(file.path().c_str(), O_RDONLY);
+    CHECK(posix_trace_create_withlog(0, nullptr, read_only, &trid) == EBADF);
+    close(read_only);
+    int closed = dup(file.fd());
+    close(closed);
+    CHECK(posix_trace_create_withlog(0, nullptr, closed, &trid) == EBADF);
+
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    Attr loop;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&loop.attr, POSIX_TRACE_LOOP) == 0);
+    CHECK(posix_trace_create_withlog(0, &loop.attr, fds[1], &trid) == EINVAL); // LOOP rewrites
+    int appending = open(file.path().c_str(), O_WRONLY | O_APPEND);
+    CHECK(posix_trace_create_withlog(0, &loop.attr, appending, &trid) == EINVAL);
+    close(appending);
+
+    SECTION("a pipe takes an APPEND log, read back once it is in a file")
+    {
+        Attr append;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&append.attr, POSIX_TRACE_APPEND) == 0);
+        TempFile copy;
+        std::thread reader([&] {
+            unsigned char chunk[65536];
+            ssize_t n;
+            while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+                REQUIRE(write(copy.fd(), chunk, size_t(n)) == n);
+        });
+        {
+            StreamGuard stream = make_logged_stream(fds[1], &append.attr);
+            close(fds[1]);
+            fds[1] = -1;
+            trace_event_id_t id = user_event("log.pipe");
+            REQUIRE(posix_trace_start(stream.get()) == 0);
+            for (int i = 0; i < 100; ++i)
+                posix_trace_event(id, &i, sizeof i);
+            REQUIRE(stream.shutdown() == 0);
+        }
+        reader.join();
+        LogGuard log(copy.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        CHECK(user_events_of(read.events, user_event("log.pipe")).size() == 100);
+    }
+    close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+
+    SECTION("POSIX_TRACE_FLUSH needs a log")
+    {
+        Attr flush;
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&flush.attr, POSIX_TRACE_FLUSH) == 0);
+        CHECK(posix_trace_create(0, &flush.attr, &trid) == EINVAL);
+    }
+}
+
+TEST_CASE("log full policies with a small log-max-size", "[log]")
+{
+    const size_t count = 3000; // about 500 KB of events
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64 * 1024) == 0);
+    // The whole run fits in the stream; the log policy alone decides.
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 8u << 20) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    TempFile file;
+
+    SECTION("UNTIL_FULL keeps the oldest events that fit, and says the log is full")
+    {
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_UNTIL_FULL) == 0);
+        auto events = write_user_event_log(file, count, &a.attr);
+        auto user = user_events_of(events, user_event("log.test"));
+        REQUIRE(!user.empty());
+        CHECK(user.size() < count);
+        for (size_t i = 0; i < user.size(); ++i)
+            REQUIRE(user[i].data == payload(i));
+        CHECK(file.size() < 64 * 1024 + 8192);
+        LogGuard log(file.path());
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        CHECK(status.posix_log_full_status == POSIX_TRACE_FULL);
+    }
+    SECTION("LOOP keeps the newest events, overwriting the oldest")
+    {
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+        auto events = write_user_event_log(file, count, &a.attr);
+        auto user = user_events_of(events, user_event("log.test"));
+        REQUIRE(!user.empty());
+        CHECK(user.size() < count);
+        size_t first = count - user.size();
+        for (size_t i = 0; i < user.size(); ++i)
+            REQUIRE(user[i].data == payload(first + i));
+        CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+        CHECK(file.size() < 2 * 64 * 1024 + 8192);
+        LogGuard log(file.path());
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        CHECK(status.posix_log_overrun_status == POSIX_TRACE_OVERRUN);
+    }
+    SECTION("APPEND ignores log-max-size and keeps everything")
+    {
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        auto events = write_user_event_log(file, count, &a.attr);
+        auto user = user_events_of(events, user_event("log.test"));
+        REQUIRE(user.size() == count);
+        for (size_t i = 0; i < count; ++i)
+            REQUIRE(user[i].data == payload(i));
+        CHECK(file.size() > 64 * 1024);
+    }
+}
+
+TEST_CASE("POSIX_TRACE_FLUSH: a full stream goes to the log, nothing lost", "[log]")
+{
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 16 * 1024) == 0);
+    TempFile file;
+    const size_t count = 20000;
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    trace_event_id_t id = user_event("log.flush_policy");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    std::thread second([id] {
+        for (uint32_t i = 0; i < count; ++i)
+            posix_trace_event(id, &i, sizeof i);
+    });
+    for (uint32_t i = 0; i < count; ++i)
+        posix_trace_event(id, &i, sizeof i);
+    second.join();
+    REQUIRE(stream.shutdown() == 0);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    size_t user = 0, flush_start = 0, flush_stop = 0, overflow = 0;
+    for (const auto &event : read.events) {
+        user += event.info.posix_event_id == id;
+        flush_start += event.info.posix_event_id == POSIX_TRACE_FLUSH_START;
+        flush_stop += event.info.posix_event_id == POSIX_TRACE_FLUSH_STOP;
+        overflow += event.info.posix_event_id == POSIX_TRACE_OVERFLOW;
+    }
+    CHECK(user == 2 * count);
+    CHECK(overflow == 0);
+    CHECK(flush_start > 10); // 16 KiB at a time
+    CHECK(flush_stop + 1 >= flush_start);
+    for (size_t i = 1; i < read.events.size(); ++i)
+        REQUIRE(timespec_le(read.events[i - 1].info.posix_timestamp,
+                            read.events[i].info.posix_timestamp));
+}
+
+TEST_CASE("posix_trace_flush runs in the background; its end shows in the status", "[log]")
+{
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    TempFile file;
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    trace_event_id_t id = user_event("log.flush");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    for (int i = 0; i < 1000; ++i)
+        posix_trace_event(id, &i, sizeof i);
+    REQUIRE(posix_trace_flush(stream.get()) == 0);
+    posix_trace_status_info status;
+    for (int i = 0; i < 2000; ++i) {
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
+            break;
+        usleep(1000);
+    }
+    CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+    CHECK(status.posix_stream_flush_error == 0);
+    CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
+
+    SECTION("the flushed events are readable while the stream runs on")
+    {
+        LogGuard log(file.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        CHECK(user_events_of(read.events, id).size() == 1000);
+        posix_trace_status_info log_status;
+        REQUIRE(posix_trace_get_status(log.get(), &log_status) == 0);
+        CHECK(log_status.posix_stream_status == POSIX_TRACE_SUSPENDED); // no trailer yet
+    }
+    SECTION("flush-start and flush-stop are in the log")
+    {
+        for (int i = 0; i < 10; ++i)
+            posix_trace_event(id, &i, sizeof i);
+        REQUIRE(stream.shutdown() == 0);
+        LogGuard log(file.path());
+        LogRead read = read_log(log.get());
+        REQUIRE(read.error == 0);
+        auto ids = ids_of(read.events);
+        auto start = std::find(ids.begin(), ids.end(), POSIX_TRACE_FLUSH_START);
+        auto stop = std::find(ids.begin(), ids.end(), POSIX_TRACE_FLUSH_STOP);
+        REQUIRE(start != ids.end());
+        REQUIRE(stop != ids.end());
+        CHECK(start < stop);
+        CHECK(std::count(ids.begin(), ids.end(), id) == 1010);
+        CHECK(std::count(ids.begin(), start, id) == 1000);
+    }
+}
+
+TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
+{
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    TempFile original;
+    std::vector<Event> all = write_user_event_log(original, 4000, &a.attr);
+    auto bytes = original.bytes();
+    REQUIRE(bytes.size() > 512 * 1024); // several blocks
+    TempFile file;
+    std::mt19937 random(20261123);
+
+    SECTION("cut at random points: every complete block before the cut")
+    {
+        for (int round = 0; round < 40; ++round) {
+            size_t cut = random() % bytes.size();
+            INFO("cut at " << cut << " of " << bytes.size());
+            file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
+            LogGuard log(file.path());
+            if (log.open_error() != 0) {
+                CHECK(log.open_error() == EINVAL);
+                CHECK(cut < 1024); // only a cut header is refused
+                continue;
+            }
+            LogRead read = read_log(log.get());
+            CHECK(read.error == 0);
+            REQUIRE(read.events.size() <= all.size());
+            for (size_t i = 0; i < read.events.size(); ++i)
+                REQUIRE(same_event(read.events[i], all[i]));
+            CHECK(all.size() - read.events.size() < 8192 / 48 + 300000 / 48); // at most a block
+        }
+    }
+    SECTION("bit flips: reading stops with EINVAL, every event before it is right")
+    {
+        for (int round = 0; round < 60; ++round) {
+            auto damaged = bytes;
+            size_t at = 1024 + random() % (bytes.size() - 1024);
+            damaged[at] ^= uint8_t(1u << (random() % 8));
+            INFO("bit flipped in byte " << at);
+            file.write_bytes(damaged);
+            LogGuard log(file.path());
+            if (log.open_error() != 0) {
+                CHECK(log.open_error() == EINVAL);
+                continue;
+            }
+            LogRead read = read_log(log.get());
+            for (size_t i = 0; i < read.events.size(); ++i)
+                REQUIRE(same_event(read.events[i], all[i]));
+            if (read.error == 0) // the flip hit the trailer or the footer
+                CHECK(read.events.size() == all.size());
+            else
+                CHECK(read.error == EINVAL);
+        }
+    }
+}

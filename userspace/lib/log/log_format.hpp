@@ -1,0 +1,117 @@
+#pragma once
+// The trace log file format, version 1.0: constants and little-endian field
+// access shared by the writer and the reader. docs/log-format.md is the
+// specification; the offsets here follow its tables.
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace posixtrace::log {
+
+inline constexpr char kMagic[8] = {'P', 'T', 'R', 'C', 'L', 'O', 'G', 0};
+inline constexpr uint16_t kMajorVersion = 1;
+inline constexpr uint16_t kMinorVersion = 0;
+inline constexpr size_t kHeaderFixedSize = 224;
+
+inline constexpr uint32_t kBlockMagic = 0x4B425450;   // "PTBK"
+inline constexpr uint32_t kTrailerMagic = 0x52545450; // "PTTR"
+inline constexpr char kFooterMagic[8] = {'P', 'T', 'E', 'N', 'D', 0, 0, 0};
+inline constexpr size_t kBlockHeaderSize = 40;
+inline constexpr size_t kMaxBlockPayload = 1u << 20;
+inline constexpr size_t kTrailerFixedSize = 96;
+inline constexpr size_t kFooterSize = 24;
+
+inline constexpr uint16_t kRecordEvent = 1;
+inline constexpr uint16_t kRecordName = 2;
+inline constexpr size_t kEventRecordHeader = 48;
+inline constexpr size_t kNameRecordHeader = 16;
+inline constexpr uint16_t kEventTruncated = 1;
+inline constexpr size_t kMaxNameLength = 127;
+inline constexpr size_t kMaxEventData = 8192;
+
+inline constexpr size_t padded8(size_t bytes) { return (bytes + 7) & ~size_t(7); }
+inline constexpr size_t padded4(size_t bytes) { return (bytes + 3) & ~size_t(3); }
+
+inline uint32_t crc32_of(const uint8_t *bytes, size_t length)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (length) { // zlib takes a uInt length
+        uInt chunk = uInt(std::min<size_t>(length, 1u << 30));
+        crc = crc32(crc, bytes, chunk);
+        bytes += chunk;
+        length -= chunk;
+    }
+    return uint32_t(crc);
+}
+
+// Little-endian loads and stores at a byte offset; callers check bounds.
+template <typename T> inline T load(const uint8_t *at)
+{
+    T value = 0;
+    for (size_t i = 0; i < sizeof(T); ++i)
+        value |= T(T(at[i]) << (8 * i));
+    return value;
+}
+
+template <typename T> inline void store(uint8_t *at, T value)
+{
+    for (size_t i = 0; i < sizeof(T); ++i)
+        at[i] = uint8_t(uint64_t(value) >> (8 * i));
+}
+
+// Appends fields to a growing byte string.
+class ByteSink {
+public:
+    template <typename T> void put(T value)
+    {
+        size_t at = bytes_.size();
+        bytes_.resize(at + sizeof(T));
+        store<T>(bytes_.data() + at, value);
+    }
+    void put_bytes(const void *data, size_t length)
+    {
+        const auto *from = static_cast<const uint8_t *>(data);
+        bytes_.insert(bytes_.end(), from, from + length);
+    }
+    void put_fixed_string(std::string_view text, size_t width)
+    {
+        size_t at = bytes_.size();
+        bytes_.resize(at + width, 0);
+        std::memcpy(bytes_.data() + at, text.data(), std::min(text.size(), width - 1));
+    }
+    void pad_to(size_t multiple)
+    {
+        while (bytes_.size() % multiple)
+            bytes_.push_back(0);
+    }
+    std::vector<uint8_t> &bytes() { return bytes_; }
+    size_t size() const { return bytes_.size(); }
+
+private:
+    std::vector<uint8_t> bytes_;
+};
+
+struct NamedType {
+    uint32_t id;
+    std::string name;
+};
+
+// The name table of the header and the trailer.
+inline void put_name_table(ByteSink &sink, const std::vector<NamedType> &types)
+{
+    sink.put<uint32_t>(uint32_t(types.size()));
+    for (const auto &type : types) {
+        size_t length = std::min(type.name.size(), kMaxNameLength);
+        sink.put<uint32_t>(type.id);
+        sink.put<uint32_t>(uint32_t(length));
+        sink.put_bytes(type.name.data(), length);
+        sink.pad_to(4);
+    }
+}
+
+} // namespace posixtrace::log

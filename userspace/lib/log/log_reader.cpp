@@ -1,0 +1,404 @@
+#include "log/log_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <posix_trace/events.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "events/event_names.hpp"
+
+namespace posixtrace::log {
+namespace {
+
+bool valid_name_length(uint32_t length) { return length >= 1 && length <= kMaxNameLength; }
+
+} // namespace
+
+int LogReader::open(int fd, std::unique_ptr<LogReader> &out)
+{
+    auto reader = std::make_unique<LogReader>();
+    int flags = fcntl(fd, F_GETFL);
+    struct stat file;
+    if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || fstat(fd, &file) != 0 ||
+        !S_ISREG(file.st_mode))
+        return EINVAL;
+    reader->base_ = lseek(fd, 0, SEEK_CUR);
+    if (reader->base_ < 0 || reader->base_ > file.st_size)
+        return EINVAL;
+    reader->file_size_ = uint64_t(file.st_size - reader->base_);
+    reader->fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!reader->fd_)
+        return EINVAL;
+    if (int err = reader->read_header())
+        return err;
+    reader->read_trailer();
+    reader->rewind();
+    out = std::move(reader);
+    return 0;
+}
+
+bool LogReader::read_exact(uint64_t offset, void *into, size_t length) const
+{
+    if (offset > file_size_ || length > file_size_ - offset)
+        return false;
+    auto *bytes = static_cast<uint8_t *>(into);
+    while (length) {
+        ssize_t n = pread(fd_.get(), bytes, length, base_ + off_t(offset));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        bytes += n;
+        offset += uint64_t(n);
+        length -= size_t(n);
+    }
+    return true;
+}
+
+int LogReader::parse_name_table(const uint8_t *at, size_t length, size_t &used)
+{
+    if (length < 4)
+        return EINVAL;
+    uint32_t count = load<uint32_t>(at);
+    size_t offset = 4;
+    for (uint32_t i = 0; i < count; ++i) {
+        if (length - offset < 8)
+            return EINVAL;
+        uint32_t id = load<uint32_t>(at + offset);
+        uint32_t name_length = load<uint32_t>(at + offset + 4);
+        if (id >= POSIX_TRACE_EVENT_ID_LIMIT || !valid_name_length(name_length) ||
+            length - offset - 8 < padded4(name_length))
+            return EINVAL;
+        names_[id] = std::string(reinterpret_cast<const char *>(at + offset + 8), name_length);
+        offset += 8 + padded4(name_length);
+    }
+    used = offset;
+    return 0;
+}
+
+int LogReader::read_header()
+{
+    uint8_t fixed[kHeaderFixedSize];
+    if (!read_exact(0, fixed, sizeof fixed) || std::memcmp(fixed, kMagic, sizeof kMagic) != 0 ||
+        load<uint16_t>(fixed + 8) != kMajorVersion)
+        return EINVAL;
+    uint32_t header_size = load<uint32_t>(fixed + 12);
+    data_offset_ = load<uint64_t>(fixed + 16);
+    if (header_size < kHeaderFixedSize + 8 || header_size > (16u << 20) ||
+        data_offset_ < header_size || data_offset_ % 8 || data_offset_ > file_size_)
+        return EINVAL;
+    std::vector<uint8_t> header(header_size);
+    if (!read_exact(0, header.data(), header.size()) ||
+        crc32_of(header.data(), header_size - 4) != load<uint32_t>(header.data() + header_size - 4))
+        return EINVAL;
+
+    const uint8_t *h = header.data();
+    Attributes a = Attributes::defaults();
+    a.log_full_policy = int(load<uint32_t>(h + 24));
+    slot_size_ = load<uint32_t>(h + 28);
+    slot_count_ = load<uint64_t>(h + 32);
+    a.inheritance = int(load<uint32_t>(h + 40));
+    a.stream_full_policy = int(load<uint32_t>(h + 44));
+    a.stream_size = load<uint64_t>(h + 48);
+    a.max_data_size = load<uint64_t>(h + 56);
+    a.log_size = load<uint64_t>(h + 64);
+    a.create_time.tv_sec = time_t(int64_t(load<uint64_t>(h + 72)));
+    a.create_time.tv_nsec = long(load<uint32_t>(h + 80) % 1'000'000'000u);
+    traced_pid_ = pid_t(int64_t(load<uint64_t>(h + 88)));
+    std::memcpy(a.name, h + 96, TRACE_NAME_MAX);
+    a.name[TRACE_NAME_MAX - 1] = 0;
+    bool loop = a.log_full_policy == POSIX_TRACE_LOOP;
+    if (loop != (slot_size_ != 0) ||
+        (loop && (slot_size_ <= kBlockHeaderSize || slot_size_ > kMaxBlockPayload ||
+                  slot_count_ == 0 || slot_count_ > (file_size_ - data_offset_) / slot_size_)))
+        return EINVAL;
+    attributes_ = a;
+    size_t used = 0;
+    return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, used);
+}
+
+// A log whose footer and trailer check out was shut down cleanly: its
+// trailer has the final status and every event type. Without them the log
+// was cut short, and the stream it came from was, as far as anyone can
+// tell, running and then suspended.
+void LogReader::read_trailer()
+{
+    status_ = {};
+    status_.posix_stream_status = POSIX_TRACE_SUSPENDED;
+    status_.posix_stream_full_status = POSIX_TRACE_NOT_FULL;
+    status_.posix_stream_overrun_status = POSIX_TRACE_NO_OVERRUN;
+    status_.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    status_.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
+    status_.posix_log_full_status = POSIX_TRACE_NOT_FULL;
+
+    uint8_t footer[kFooterSize];
+    if (file_size_ < data_offset_ + kFooterSize ||
+        !read_exact(file_size_ - kFooterSize, footer, sizeof footer) ||
+        std::memcmp(footer, kFooterMagic, sizeof kFooterMagic) != 0 ||
+        crc32_of(footer, 16) != load<uint32_t>(footer + 16))
+        return;
+    uint64_t offset = load<uint64_t>(footer + 8);
+    uint64_t limit = file_size_ - kFooterSize;
+    uint8_t fixed[kTrailerFixedSize];
+    if (offset < data_offset_ || offset > limit || limit - offset < kTrailerFixedSize ||
+        !read_exact(offset, fixed, sizeof fixed) || load<uint32_t>(fixed) != kTrailerMagic)
+        return;
+    uint32_t size = load<uint32_t>(fixed + 8);
+    if (size < kTrailerFixedSize + 4 || size > limit - offset || size > (16u << 20))
+        return;
+    std::vector<uint8_t> trailer(size);
+    if (!read_exact(offset, trailer.data(), size) ||
+        crc32_of(trailer.data() + 8, size - 8) != load<uint32_t>(trailer.data() + 4))
+        return;
+    std::map<trace_event_id_t, std::string> header_names = names_;
+    size_t used = 0;
+    if (parse_name_table(trailer.data() + kTrailerFixedSize, size - kTrailerFixedSize, used) != 0) {
+        names_ = std::move(header_names);
+        return;
+    }
+    const uint8_t *t = trailer.data() + 64;
+    int *fields[] = {&status_.posix_stream_status,        &status_.posix_stream_full_status,
+                     &status_.posix_stream_overrun_status, &status_.posix_stream_flush_status,
+                     &status_.posix_stream_flush_error,    &status_.posix_log_overrun_status,
+                     &status_.posix_log_full_status};
+    for (size_t i = 0; i < std::size(fields); ++i)
+        *fields[i] = int(load<uint32_t>(t + 4 * i));
+    trailer_offset_ = offset;
+}
+
+Attributes LogReader::attributes() const { return attributes_; }
+
+posix_trace_status_info LogReader::status() const { return status_; }
+
+// ---- blocks --------------------------------------------------------------------
+
+// LOOP: the newest block is the one with the highest sequence in its own
+// slot; the slots before it, in sequence order, hold the older ones.
+void LogReader::index_loop_slots()
+{
+    any_block_ = false;
+    newest_sequence_ = 0;
+    for (uint64_t slot = 0; slot < slot_count_; ++slot) {
+        uint8_t header[kBlockHeaderSize];
+        if (!read_exact(data_offset_ + slot * slot_size_, header, sizeof header) ||
+            load<uint32_t>(header) != kBlockMagic)
+            continue;
+        uint64_t sequence = load<uint64_t>(header + 8);
+        if (sequence % slot_count_ != slot)
+            continue;
+        if (!any_block_ || sequence > newest_sequence_)
+            newest_sequence_ = sequence;
+        any_block_ = true;
+    }
+    next_sequence_ = newest_sequence_ >= slot_count_ ? newest_sequence_ - slot_count_ + 1 : 0;
+}
+
+void LogReader::rewind()
+{
+    std::lock_guard lock(mutex_);
+    error_ = 0;
+    ended_ = false;
+    block_.clear();
+    events_.clear();
+    next_in_block_ = 0;
+    next_block_offset_ = data_offset_;
+    next_sequence_ = 0;
+    if (slot_size_)
+        index_loop_slots();
+}
+
+bool LogReader::load_next_block()
+{
+    if (slot_size_) {
+        if (!any_block_ || next_sequence_ > newest_sequence_)
+            return false;
+        uint64_t sequence = next_sequence_++;
+        uint64_t offset = data_offset_ + (sequence % slot_count_) * slot_size_;
+        // The newest slot of a log cut short may be the one the writer was
+        // rewriting when it was killed.
+        bool may_be_torn = !trailer_offset_ && sequence == newest_sequence_;
+        return load_block_at(offset, sequence, may_be_torn);
+    }
+    uint64_t end = trailer_offset_.value_or(file_size_);
+    if (next_block_offset_ == end)
+        return false;
+    uint8_t magic[4];
+    if (!trailer_offset_ && read_exact(next_block_offset_, magic, 4) &&
+        load<uint32_t>(magic) == kTrailerMagic)
+        return false; // the trailer of a log whose footer is gone
+    uint64_t offset = next_block_offset_;
+    if (!load_block_at(offset, next_sequence_, !trailer_offset_))
+        return false;
+    next_block_offset_ = offset + kBlockHeaderSize + (block_.size() - kBlockHeaderSize);
+    ++next_sequence_;
+    return true;
+}
+
+// Reads and checks one block; false with error_ set when it is damaged, or
+// false alone when it is the incomplete end of a log cut short.
+bool LogReader::load_block_at(uint64_t offset, std::optional<uint64_t> expected_sequence,
+                              bool may_be_torn)
+{
+    uint64_t end = slot_size_ ? offset + slot_size_ : trailer_offset_.value_or(file_size_);
+    uint8_t header[kBlockHeaderSize];
+    if (end < offset || end - offset < kBlockHeaderSize ||
+        !read_exact(offset, header, sizeof header)) {
+        if (!may_be_torn)
+            error_ = EINVAL;
+        return false;
+    }
+    uint32_t payload = load<uint32_t>(header + 16);
+    bool well_formed = load<uint32_t>(header) == kBlockMagic && payload % 8 == 0 &&
+                       payload <= kMaxBlockPayload &&
+                       (!expected_sequence || load<uint64_t>(header + 8) == *expected_sequence);
+    if (well_formed && end - offset - kBlockHeaderSize < payload) {
+        if (!may_be_torn) // a block longer than what is left of the file
+            error_ = EINVAL;
+        return false;
+    }
+    if (!well_formed) {
+        if (!(may_be_torn && slot_size_))
+            error_ = EINVAL;
+        return false;
+    }
+    block_.resize(kBlockHeaderSize + payload);
+    std::memcpy(block_.data(), header, sizeof header);
+    if (!read_exact(offset + kBlockHeaderSize, block_.data() + kBlockHeaderSize, payload) ||
+        crc32_of(block_.data() + 8, block_.size() - 8) != load<uint32_t>(header + 4) ||
+        !check_records()) {
+        block_.clear();
+        events_.clear();
+        // Only a rewritten LOOP slot can be torn with its length intact.
+        if (!(may_be_torn && slot_size_))
+            error_ = EINVAL;
+        return false;
+    }
+    return true;
+}
+
+// Every record of the block is checked before any event of it is returned.
+bool LogReader::check_records()
+{
+    events_.clear();
+    next_in_block_ = 0;
+    std::vector<std::pair<trace_event_id_t, std::string>> names;
+    uint32_t count = load<uint32_t>(block_.data() + 20);
+    uint32_t seen = 0;
+    for (size_t at = kBlockHeaderSize; at < block_.size(); ++seen) {
+        const uint8_t *record = block_.data() + at;
+        size_t left = block_.size() - at;
+        if (left < 16)
+            return false;
+        uint32_t size = load<uint32_t>(record);
+        uint16_t type = load<uint16_t>(record + 4);
+        if (size < 16 || size % 8 || size > left)
+            return false;
+        if (type == kRecordEvent) {
+            uint32_t id = load<uint32_t>(record + 8);
+            uint32_t data_len = load<uint32_t>(record + 12);
+            if (size < kEventRecordHeader || id >= POSIX_TRACE_EVENT_ID_LIMIT ||
+                data_len > kMaxEventData || padded8(kEventRecordHeader + data_len) != size)
+                return false;
+            events_.push_back(at);
+        } else if (type == kRecordName) {
+            uint32_t id = load<uint32_t>(record + 8);
+            uint32_t length = load<uint32_t>(record + 12);
+            if (id >= POSIX_TRACE_EVENT_ID_LIMIT || !valid_name_length(length) ||
+                padded8(kNameRecordHeader + length) != size)
+                return false;
+            names.emplace_back(id, std::string(reinterpret_cast<const char *>(record + 16), length));
+        }
+        at += size;
+    }
+    if (seen != count)
+        return false;
+    for (auto &[id, name] : names)
+        names_[id] = std::move(name);
+    return true;
+}
+
+// ---- events --------------------------------------------------------------------------
+
+void LogReader::copy_out(size_t offset, const EventDestination &to) const
+{
+    const uint8_t *record = block_.data() + offset;
+    posix_trace_event_info &info = *to.info;
+    info = {};
+    info.posix_event_id = load<uint32_t>(record + 8);
+    uint64_t timestamp = load<uint64_t>(record + 16);
+    info.posix_timestamp.tv_sec = time_t(timestamp / 1'000'000'000u);
+    info.posix_timestamp.tv_nsec = long(timestamp % 1'000'000'000u);
+    info.posix_pid = pid_t(load<uint32_t>(record + 24));
+    info.posix_tid = pid_t(load<uint32_t>(record + 28));
+    info.posix_thread_id = pthread_t(load<uint64_t>(record + 32));
+    info.posix_prog_address = reinterpret_cast<void *>(uintptr_t(load<uint64_t>(record + 40)));
+    info.posix_truncation_status = load<uint16_t>(record + 6) & kEventTruncated
+                                       ? POSIX_TRACE_TRUNCATED_RECORD
+                                       : POSIX_TRACE_NOT_TRUNCATED;
+    size_t length = load<uint32_t>(record + 12);
+    if (to.capacity < length) {
+        length = to.capacity;
+        info.posix_truncation_status = POSIX_TRACE_TRUNCATED_READ;
+    }
+    if (length && to.data)
+        std::memcpy(to.data, record + kEventRecordHeader, length);
+    *to.data_len = to.data ? length : 0;
+}
+
+int LogReader::next_event(const EventDestination &to, int *unavailable)
+{
+    std::lock_guard lock(mutex_);
+    while (!error_ && !ended_ && next_in_block_ == events_.size()) {
+        if (!load_next_block())
+            ended_ = true;
+    }
+    if (error_) {
+        *unavailable = 1;
+        return error_;
+    }
+    if (ended_) {
+        *unavailable = 1;
+        return 0;
+    }
+    copy_out(events_[next_in_block_++], to);
+    *unavailable = 0;
+    return 0;
+}
+
+// ---- event types -----------------------------------------------------------------------
+
+std::optional<std::string> LogReader::event_name(trace_event_id_t id) const
+{
+    std::lock_guard lock(mutex_);
+    auto found = names_.find(id);
+    if (found != names_.end())
+        return found->second;
+    if (auto builtin = builtin_event_name(id))
+        return std::string(*builtin);
+    return std::nullopt;
+}
+
+void LogReader::next_event_type(trace_event_id_t &id, int &unavailable)
+{
+    std::lock_guard lock(mutex_);
+    auto next = type_cursor_ ? names_.upper_bound(*type_cursor_) : names_.begin();
+    if (next == names_.end()) {
+        unavailable = 1;
+        return;
+    }
+    id = next->first;
+    type_cursor_ = id;
+    unavailable = 0;
+}
+
+void LogReader::rewind_event_types()
+{
+    std::lock_guard lock(mutex_);
+    type_cursor_.reset();
+}
+
+} // namespace posixtrace::log

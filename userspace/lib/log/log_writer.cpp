@@ -1,0 +1,478 @@
+#include "log/log_writer.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <posix_trace/events.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "util/clock.hpp"
+
+namespace posixtrace::log {
+namespace {
+
+// Blocks of an APPEND / UNTIL_FULL log: large enough that the per-block
+// header and checksum cost nothing, small enough that a reader holds one.
+constexpr size_t kSequentialBlockPayload = 256 * 1024;
+constexpr size_t kMaxLoopSlot = 256 * 1024;
+constexpr size_t kMinLoopSlot = 16 * 1024; // an event of max-data-size fits
+// Encoded blocks waiting for the disk; beyond this the stream waits (and
+// the kernel rings absorb the burst, or count what they cannot).
+constexpr size_t kMaxQueuedBytes = 64u << 20;
+constexpr size_t kPageSize = 4096;
+
+size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// LOOP slots: about a quarter of the log each, so overwriting one loses at
+// most a quarter of the history, and at least two of them.
+void plan_loop_slots(size_t log_size, uint32_t &slot_size, uint64_t &slot_count)
+{
+    size_t slot = std::clamp(log_size / 4 / kPageSize * kPageSize, kMinLoopSlot, kMaxLoopSlot);
+    slot_size = uint32_t(slot);
+    slot_count = std::max<uint64_t>(2, log_size / slot);
+}
+
+} // namespace
+
+int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
+                      const std::vector<NamedType> &known_types, std::function<void()> progress,
+                      std::unique_ptr<LogWriter> &out)
+{
+    auto writer = std::make_unique<LogWriter>();
+    if (int err = writer->prepare(fd, attributes))
+        return err;
+    std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
+    if (int err = writer->reserve_space())
+        return err;
+    if (int err = writer->write_at(0, header.data(), header.size()))
+        return err;
+    writer->end_offset_ = writer->layout_.data_offset;
+    if (!writer->layout_.seekable && header.size() < writer->layout_.data_offset) {
+        std::vector<uint8_t> gap(writer->layout_.data_offset - header.size(), 0);
+        if (int err = writer->write_at(header.size(), gap.data(), gap.size()))
+            return err;
+    }
+    writer->progress_ = std::move(progress);
+    writer->named_in_block_.assign(POSIX_TRACE_EVENT_ID_LIMIT, 0);
+    writer->start_block();
+    LogWriter *self = writer.get();
+    writer->writer_ = std::jthread([self](std::stop_token stop) { self->write_loop(stop); });
+    pthread_setname_np(writer->writer_.native_handle(), "posixtrace-log");
+    out = std::move(writer);
+    return 0;
+}
+
+// Checks the descriptor against the policy, takes our own duplicate of it,
+// and reserves the space the policy needs up front (ENOSPC now, not later).
+int LogWriter::prepare(int fd, const Attributes &attributes)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+        return EBADF;
+    struct stat file;
+    if (fstat(fd, &file) != 0)
+        return EBADF;
+    attributes_ = attributes;
+    bool regular = S_ISREG(file.st_mode);
+    bool loop = attributes.log_full_policy == POSIX_TRACE_LOOP;
+    if (loop && (!regular || (flags & O_APPEND)))
+        return EINVAL; // LOOP rewrites its oldest slot in place
+    layout_.seekable = regular && !(flags & O_APPEND);
+    if (layout_.seekable) {
+        layout_.base = lseek(fd, 0, SEEK_CUR);
+        if (layout_.base < 0)
+            return EBADF;
+    }
+    fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!fd_)
+        return errno == EMFILE ? ENOMEM : EBADF;
+
+    if (loop)
+        plan_loop_slots(attributes.log_size, layout_.slot_size, layout_.slot_count);
+    return 0;
+}
+
+// The space a policy bounds is taken now, so a full device is an ENOSPC
+// from posix_trace_create_withlog rather than a log cut short later. LOOP
+// owns its whole ring; UNTIL_FULL reserves log-max-size past the end of the
+// file, handed back at close.
+int LogWriter::reserve_space()
+{
+    if (!layout_.seekable || attributes_.log_full_policy == POSIX_TRACE_APPEND)
+        return 0;
+    off_t length;
+    int err;
+    if (layout_.slot_size) {
+        length = off_t(layout_.data_offset + layout_.slot_count * layout_.slot_size);
+        err = posix_fallocate(fd_.get(), layout_.base, length);
+    } else {
+        length = off_t(layout_.data_offset + attributes_.log_size);
+        err = fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, layout_.base, length) == 0 ? 0 : errno;
+    }
+    if (err == EOPNOTSUPP || err == ENOSYS)
+        return 0; // the file system cannot reserve: the log still works
+    return err;
+}
+
+std::vector<uint8_t> LogWriter::header_bytes(const Attributes &attributes, pid_t target,
+                                             const std::vector<NamedType> &types)
+{
+    ByteSink sink;
+    sink.put_bytes(kMagic, sizeof kMagic);
+    sink.put<uint16_t>(kMajorVersion);
+    sink.put<uint16_t>(kMinorVersion);
+    sink.put<uint32_t>(0); // header_size, patched below
+    sink.put<uint64_t>(0); // data_offset, patched below
+    sink.put<uint32_t>(uint32_t(attributes.log_full_policy));
+    sink.put<uint32_t>(layout_.slot_size);
+    sink.put<uint64_t>(layout_.slot_count);
+    sink.put<uint32_t>(uint32_t(attributes.inheritance));
+    sink.put<uint32_t>(uint32_t(attributes.stream_full_policy));
+    sink.put<uint64_t>(attributes.stream_size);
+    sink.put<uint64_t>(attributes.max_data_size);
+    sink.put<uint64_t>(attributes.log_size);
+    sink.put<uint64_t>(uint64_t(int64_t(attributes.create_time.tv_sec)));
+    sink.put<uint32_t>(uint32_t(attributes.create_time.tv_nsec));
+    sink.put<uint32_t>(uint32_t(clock_resolution().tv_nsec));
+    sink.put<uint64_t>(uint64_t(int64_t(target)));
+    sink.put_fixed_string(attributes.name, TRACE_NAME_MAX);
+    sink.put_fixed_string(kGenerationVersion, TRACE_NAME_MAX);
+    put_name_table(sink, types);
+    size_t header_size = sink.size() + 4;
+    // LOOP slots start on a page, so rewriting one touches only its own pages.
+    uint64_t data_offset = attributes.log_full_policy == POSIX_TRACE_LOOP
+                               ? round_up(header_size, kPageSize)
+                               : padded8(header_size);
+    std::vector<uint8_t> &bytes = sink.bytes();
+    store<uint32_t>(bytes.data() + 12, uint32_t(header_size));
+    store<uint64_t>(bytes.data() + 16, data_offset);
+    sink.put<uint32_t>(crc32_of(bytes.data(), bytes.size()));
+    layout_.data_offset = data_offset;
+    return std::move(sink.bytes());
+}
+
+LogWriter::~LogWriter()
+{
+    if (writer_.joinable()) {
+        writer_.request_stop();
+        changed_.notify_all();
+        writer_.join();
+    }
+}
+
+// ---- the stream's side -------------------------------------------------------
+
+size_t LogWriter::payload_capacity() const
+{
+    return layout_.slot_size ? layout_.slot_size - kBlockHeaderSize : kSequentialBlockPayload;
+}
+
+void LogWriter::start_block()
+{
+    current_.assign(kBlockHeaderSize, 0);
+    for (size_t i = kBlockHeaderSize; i < current_.size(); ++i)
+        current_[i] = 0;
+    std::fill(named_in_block_.begin(), named_in_block_.end(), 0);
+    records_in_block_ = 0;
+    first_timestamp_ = last_timestamp_ = 0;
+}
+
+// UNTIL_FULL: the events that do not fit in log-max-size are discarded.
+bool LogWriter::reserve(size_t bytes)
+{
+    if (attributes_.log_full_policy != POSIX_TRACE_UNTIL_FULL)
+        return true;
+    size_t block_header = records_in_block_ == 0 ? kBlockHeaderSize : 0;
+    std::lock_guard lock(mutex_);
+    // Once full, a smaller event that would still fit is discarded too: the
+    // log keeps the oldest events, without holes.
+    if (full_ || reserved_bytes_ + block_header + bytes > attributes_.log_size) {
+        full_ = true;
+        return false;
+    }
+    reserved_bytes_ += block_header + bytes;
+    return true;
+}
+
+void LogWriter::add_name_record(uint32_t id, const std::string &name)
+{
+    size_t length = std::min(name.size(), kMaxNameLength);
+    size_t at = current_.size();
+    current_.resize(at + padded8(kNameRecordHeader + length), 0);
+    uint8_t *record = current_.data() + at;
+    store<uint32_t>(record, uint32_t(padded8(kNameRecordHeader + length)));
+    store<uint16_t>(record + 4, kRecordName);
+    store<uint32_t>(record + 8, id);
+    store<uint32_t>(record + 12, uint32_t(length));
+    std::memcpy(record + kNameRecordHeader, name.data(), length);
+    named_in_block_[id] = 1;
+    ++records_in_block_;
+}
+
+void LogWriter::add_event_record(const pt_record &record, const void *data)
+{
+    size_t length = std::min<size_t>(record.data_len, kMaxEventData);
+    size_t at = current_.size();
+    current_.resize(at + padded8(kEventRecordHeader + length), 0);
+    uint8_t *out = current_.data() + at;
+    store<uint32_t>(out, uint32_t(padded8(kEventRecordHeader + length)));
+    store<uint16_t>(out + 4, kRecordEvent);
+    store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
+    store<uint32_t>(out + 8, record.event_id);
+    store<uint32_t>(out + 12, uint32_t(length));
+    store<uint64_t>(out + 16, record.timestamp_ns);
+    store<uint32_t>(out + 24, record.pid);
+    store<uint32_t>(out + 28, record.tid);
+    store<uint64_t>(out + 32, record.thread_id);
+    store<uint64_t>(out + 40, record.prog_address);
+    if (length)
+        std::memcpy(out + kEventRecordHeader, data, length);
+    if (records_in_block_ == 0 || first_timestamp_ == 0)
+        first_timestamp_ = record.timestamp_ns;
+    last_timestamp_ = record.timestamp_ns;
+    ++records_in_block_;
+    ++appended_;
+}
+
+void LogWriter::append(const pt_record &record, const void *data, const NameLookup &name_of)
+{
+    uint32_t id = record.event_id;
+    if (id >= POSIX_TRACE_EVENT_ID_LIMIT)
+        return;
+    std::optional<std::string> name;
+    if (id >= POSIX_TRACE_USER_EVENT_FIRST && !named_in_block_[id])
+        name = name_of(id); // user and USDT ids are the stream's own: each block names them
+    size_t name_bytes =
+        name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+    size_t event_bytes = padded8(kEventRecordHeader + std::min<size_t>(record.data_len, kMaxEventData));
+    if (current_.size() - kBlockHeaderSize + name_bytes + event_bytes > payload_capacity()) {
+        submit();
+        if (id >= POSIX_TRACE_USER_EVENT_FIRST && !name)
+            name = name_of(id);
+        name_bytes = name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+    }
+    if (!reserve(name_bytes + event_bytes)) {
+        ++discarded_;
+        return;
+    }
+    if (name)
+        add_name_record(id, *name);
+    add_event_record(record, data);
+}
+
+uint64_t LogWriter::submit()
+{
+    std::unique_lock lock(mutex_);
+    if (records_in_block_ == 0)
+        return next_ticket_ - 1; // nothing new: done once what is queued is
+    uint8_t *header = current_.data();
+    store<uint32_t>(header, kBlockMagic);
+    store<uint64_t>(header + 8, next_sequence_);
+    store<uint32_t>(header + 16, uint32_t(current_.size() - kBlockHeaderSize));
+    store<uint32_t>(header + 20, records_in_block_);
+    store<uint64_t>(header + 24, first_timestamp_);
+    store<uint64_t>(header + 32, last_timestamp_);
+    changed_.wait(lock, [&] { return queued_bytes_ < kMaxQueuedBytes || first_error_; });
+    uint64_t ticket = next_ticket_++;
+    queued_bytes_ += current_.size();
+    queue_.push_back({std::move(current_), next_sequence_++, ticket});
+    lock.unlock();
+    changed_.notify_all();
+    start_block();
+    return ticket;
+}
+
+bool LogWriter::done(uint64_t ticket) const
+{
+    std::lock_guard lock(mutex_);
+    return written_ticket_ >= ticket;
+}
+
+int LogWriter::first_error() const
+{
+    std::lock_guard lock(mutex_);
+    return first_error_;
+}
+
+int LogWriter::take_flush_error()
+{
+    std::lock_guard lock(mutex_);
+    return std::exchange(flush_error_, 0);
+}
+
+bool LogWriter::full() const
+{
+    std::lock_guard lock(mutex_);
+    return full_;
+}
+
+bool LogWriter::take_overrun()
+{
+    std::lock_guard lock(mutex_);
+    return std::exchange(overrun_, false);
+}
+
+uint64_t LogWriter::events_written() const
+{
+    std::lock_guard lock(mutex_);
+    return events_written_;
+}
+
+// ---- the writing thread ----------------------------------------------------------
+
+void LogWriter::write_loop(std::stop_token stop)
+{
+    for (;;) {
+        PendingBlock block;
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return !queue_.empty() || stop.stop_requested(); });
+            if (queue_.empty())
+                return;
+            block = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        size_t queued = block.bytes.size();
+        write_block(block);
+        {
+            std::lock_guard lock(mutex_);
+            queued_bytes_ -= queued;
+            written_ticket_ = block.ticket;
+        }
+        changed_.notify_all();
+        if (progress_)
+            progress_();
+    }
+}
+
+void LogWriter::write_block(PendingBlock &block)
+{
+    std::vector<uint8_t> &bytes = block.bytes;
+    store<uint32_t>(bytes.data() + 4, crc32_of(bytes.data() + 8, bytes.size() - 8));
+    uint32_t events = 0;
+    for (size_t at = kBlockHeaderSize; at < bytes.size(); at += load<uint32_t>(bytes.data() + at))
+        events += load<uint16_t>(bytes.data() + at + 4) == kRecordEvent;
+    uint64_t offset;
+    if (layout_.slot_size) {
+        bytes.resize(layout_.slot_size, 0); // clears what the slot held before
+        offset = layout_.data_offset + (block.sequence % layout_.slot_count) * layout_.slot_size;
+    } else {
+        offset = end_offset_;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (first_error_) // the log ended at the failed block: keep it readable
+            return;
+    }
+    int err = write_at(offset, bytes.data(), bytes.size());
+    std::lock_guard lock(mutex_);
+    if (err) {
+        note_error(err);
+        return;
+    }
+    end_offset_ = offset + bytes.size();
+    events_written_ += events;
+    if (layout_.slot_size && block.sequence >= layout_.slot_count) {
+        full_ = true;
+        overrun_ = true;
+    }
+}
+
+void LogWriter::note_error(int err)
+{
+    if (!first_error_)
+        first_error_ = err;
+    flush_error_ = err;
+}
+
+int LogWriter::write_at(uint64_t offset, const uint8_t *bytes, size_t length)
+{
+    while (length) {
+        ssize_t n = layout_.seekable ? pwrite(fd_.get(), bytes, length, layout_.base + off_t(offset))
+                                     : write(fd_.get(), bytes, length);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EPIPE ? EIO : errno;
+        if (n == 0)
+            return ENOSPC;
+        bytes += n;
+        offset += uint64_t(n);
+        length -= size_t(n);
+    }
+    return 0;
+}
+
+// ---- closing -----------------------------------------------------------------------
+
+int LogWriter::close(const FinalState &state)
+{
+    submit();
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return queue_.empty() && written_ticket_ + 1 >= next_ticket_; });
+    }
+    if (writer_.joinable()) {
+        writer_.request_stop();
+        changed_.notify_all();
+        writer_.join();
+    }
+    if (first_error_)
+        return first_error_;
+
+    ByteSink trailer;
+    trailer.put<uint32_t>(kTrailerMagic);
+    trailer.put<uint32_t>(0); // CRC, patched below
+    trailer.put<uint32_t>(0); // size, patched below
+    trailer.put<uint32_t>(0);
+    trailer.put<uint64_t>(next_sequence_);
+    trailer.put<uint64_t>(events_written_);
+    trailer.put<uint64_t>(discarded_);
+    trailer.put<uint64_t>(state.recorded);
+    trailer.put<uint64_t>(state.lost_in_kernel);
+    trailer.put<uint64_t>(state.lost_in_stream);
+    const posix_trace_status_info &s = state.status;
+    for (int value : {s.posix_stream_status, s.posix_stream_full_status,
+                      s.posix_stream_overrun_status, s.posix_stream_flush_status,
+                      s.posix_stream_flush_error, s.posix_log_overrun_status,
+                      s.posix_log_full_status})
+        trailer.put<uint32_t>(uint32_t(value));
+    trailer.put<uint32_t>(0);
+    put_name_table(trailer, state.types);
+    trailer.pad_to(8);
+    std::vector<uint8_t> &bytes = trailer.bytes();
+    store<uint32_t>(bytes.data() + 8, uint32_t(bytes.size()));
+    store<uint32_t>(bytes.data() + 4, crc32_of(bytes.data() + 8, bytes.size() - 8));
+
+    uint64_t trailer_offset = layout_.slot_size
+                                  ? layout_.data_offset + layout_.slot_count * layout_.slot_size
+                                  : end_offset_;
+    ByteSink footer;
+    footer.put_bytes(kFooterMagic, sizeof kFooterMagic);
+    footer.put<uint64_t>(trailer_offset);
+    footer.put<uint32_t>(crc32_of(footer.bytes().data(), footer.size()));
+    footer.put<uint32_t>(0);
+    bytes.insert(bytes.end(), footer.bytes().begin(), footer.bytes().end());
+    if (int err = write_at(trailer_offset, bytes.data(), bytes.size())) {
+        note_error(err);
+        return err;
+    }
+    release_reserved_space(trailer_offset + bytes.size());
+    return 0;
+}
+
+void LogWriter::release_reserved_space(uint64_t log_end)
+{
+    uint64_t reserved_end = layout_.data_offset + attributes_.log_size;
+    if (!layout_.seekable || attributes_.log_full_policy != POSIX_TRACE_UNTIL_FULL ||
+        log_end >= reserved_end)
+        return;
+    fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, layout_.base + off_t(log_end),
+              off_t(reserved_end - log_end));
+}
+
+} // namespace posixtrace::log

@@ -1,0 +1,127 @@
+#pragma once
+#include <sys/types.h>
+#include <trace.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attributes/attributes.hpp"
+#include "log/log_format.hpp"
+#include "posixtrace.h"
+#include "util/unique_fd.hpp"
+
+namespace posixtrace::log {
+
+// What the trailer records when the stream is shut down.
+struct FinalState {
+    posix_trace_status_info status;
+    uint64_t recorded;
+    uint64_t lost_in_kernel;
+    uint64_t lost_in_stream;
+    std::vector<NamedType> types;
+};
+
+// Writes a trace log (docs/log-format.md) for one stream. The stream encodes
+// events into blocks under its own lock (a memcpy); a writing thread of ours
+// checksums and writes them, so a slow disk never stalls a getnext caller.
+// The log full policy is applied when an event is appended: UNTIL_FULL
+// discards what does not fit in log-max-size, LOOP reuses the oldest slot.
+class LogWriter {
+public:
+    LogWriter() = default; // use create()
+    using NameLookup = std::function<std::optional<std::string>(uint32_t id)>;
+
+    // 0, EBADF (not open for writing), EINVAL (a file type the log policy
+    // cannot use: LOOP needs a seekable regular file), ENOSPC, EFBIG, EIO.
+    // `progress` is called from the writing thread when a block is done.
+    static int create(int fd, const Attributes &attributes, pid_t target,
+                      const std::vector<NamedType> &known_types, std::function<void()> progress,
+                      std::unique_ptr<LogWriter> &out);
+    ~LogWriter();
+    LogWriter(const LogWriter &) = delete;
+    LogWriter &operator=(const LogWriter &) = delete;
+
+    void append(const pt_record &record, const void *data, const NameLookup &name_of);
+    // Hands the events appended so far to the writing thread; the ticket is
+    // done() once they are written (or failed).
+    uint64_t submit();
+    bool done(uint64_t ticket) const;
+    // Waits for every block, writes the trailer and footer; the first write
+    // error of the log's life, or 0.
+    int close(const FinalState &state);
+
+    int first_error() const;
+    int take_flush_error(); // the latest error, reset by reading it
+    bool full() const;
+    bool take_overrun();    // LOOP overwrote a slot since the last call
+    uint64_t events_written() const;
+
+private:
+    struct Layout {
+        bool seekable = false; // pwrite at our offsets, else write() in order
+        off_t base = 0;
+        uint64_t data_offset = 0;
+        uint32_t slot_size = 0; // LOOP
+        uint64_t slot_count = 0;
+    };
+    struct PendingBlock {
+        std::vector<uint8_t> bytes;
+        uint64_t sequence;
+        uint64_t ticket;
+    };
+
+    int prepare(int fd, const Attributes &attributes);
+    std::vector<uint8_t> header_bytes(const Attributes &attributes, pid_t target,
+                                      const std::vector<NamedType> &types);
+    int reserve_space();
+    void release_reserved_space(uint64_t log_end);
+    size_t payload_capacity() const;
+    bool reserve(size_t bytes);
+    void start_block();
+    void add_name_record(uint32_t id, const std::string &name);
+    void add_event_record(const pt_record &record, const void *data);
+    void write_loop(std::stop_token stop);
+    void write_block(PendingBlock &block);
+    int write_at(uint64_t offset, const uint8_t *bytes, size_t length);
+    void note_error(int err);
+
+    Attributes attributes_{};
+    Layout layout_;
+    UniqueFd fd_;
+    std::function<void()> progress_;
+
+    // Filled by the stream (append/submit), one block at a time.
+    std::vector<uint8_t> current_;
+    std::vector<uint8_t> named_in_block_; // one flag per event type id
+    uint32_t records_in_block_ = 0;
+    uint64_t first_timestamp_ = 0;
+    uint64_t last_timestamp_ = 0;
+    uint64_t next_sequence_ = 0;
+    uint64_t reserved_bytes_ = 0; // UNTIL_FULL: bytes the blocks take in the log
+    uint64_t discarded_ = 0;
+    uint64_t appended_ = 0;
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<PendingBlock> queue_;
+    size_t queued_bytes_ = 0;
+    uint64_t next_ticket_ = 1;
+    uint64_t written_ticket_ = 0;
+    uint64_t end_offset_ = 0; // sequential: where the next block goes
+    uint64_t events_written_ = 0;
+    int first_error_ = 0;
+    int flush_error_ = 0;
+    bool full_ = false;
+    bool overrun_ = false;
+    std::jthread writer_;
+};
+
+} // namespace posixtrace::log
