@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -23,6 +24,14 @@
 using namespace test_support;
 
 namespace {
+
+std::string helper_path(const char *name)
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string path(self);
+    return path.substr(0, path.rfind('/')) + "/helpers/" + name;
+}
 
 // A file in /tmp, removed with the object.
 class TempFile {
@@ -647,4 +656,241 @@ TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
                 CHECK(read.error == EINVAL);
         }
     }
+}
+
+TEST_CASE("a tracer killed while writing leaves a log whose complete blocks all read", "[log]")
+{
+    std::string helper = helper_path("log_writer");
+    std::mt19937 random(4242);
+    for (const char *policy : {"append", "loop"}) {
+        for (int round = 0; round < 6; ++round) {
+            TempFile file;
+            {
+                ChildConversation writer({helper, file.path(), policy});
+                REQUIRE(writer.read_line() == "ready\n");
+                usleep(useconds_t(5'000 + random() % 150'000));
+            } // SIGKILL, wherever it is
+            INFO(policy << " log killed in round " << round << ", " << file.size() << " bytes");
+            LogGuard log(file.path());
+            REQUIRE(log.open_error() == 0);
+            LogRead read = read_log(log.get());
+            CHECK(read.error == 0);
+            char name[TRACE_EVENT_NAME_MAX];
+            std::vector<uint64_t> values;
+            bool loss_reported = false;
+            for (const auto &event : read.events) {
+                loss_reported |= event.info.posix_event_id == POSIX_TRACE_OVERFLOW;
+                if (posix_trace_eventid_get_name(log.get(), event.info.posix_event_id, name) != 0 ||
+                    std::string(name) != "killed.counter")
+                    continue;
+                REQUIRE(event.data.size() == sizeof(uint64_t));
+                uint64_t value;
+                std::memcpy(&value, event.data.data(), sizeof value);
+                // In order; a gap only where the stream reported a loss.
+                if (!values.empty() && !loss_reported)
+                    REQUIRE(value == values.back() + 1);
+                if (!values.empty())
+                    REQUIRE(value > values.back());
+                values.push_back(value);
+                loss_reported = false;
+            }
+            CHECK(!values.empty());
+            if (std::string(policy) == "append" && !values.empty())
+                CHECK(values.front() == 0);
+        }
+    }
+}
+
+namespace {
+
+// A tmpfs of `bytes` mounted on a fresh directory, unmounted with the object.
+class SmallFileSystem {
+public:
+    explicit SmallFileSystem(size_t bytes)
+    {
+        char dir[] = "/tmp/posixtrace-fs-XXXXXX";
+        REQUIRE(mkdtemp(dir));
+        dir_ = dir;
+        std::string options = "size=" + std::to_string(bytes);
+        REQUIRE(mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0);
+    }
+    ~SmallFileSystem()
+    {
+        umount2(dir_.c_str(), MNT_DETACH);
+        rmdir(dir_.c_str());
+    }
+    std::string path(const char *name) const { return dir_ + "/" + name; }
+
+private:
+    std::string dir_;
+};
+
+// Emits `count` user events of 200 bytes each.
+void emit_many(trace_id_t trid, size_t count)
+{
+    trace_event_id_t id = user_event("log.filler");
+    REQUIRE(posix_trace_start(trid) == 0);
+    std::vector<unsigned char> data(200, 0x5a);
+    for (size_t i = 0; i < count; ++i)
+        posix_trace_event(id, data.data(), data.size());
+}
+
+} // namespace
+
+TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
+{
+    SECTION("ENOSPC at creation when the device cannot hold a LOOP log")
+    {
+        SmallFileSystem fs(256 * 1024);
+        int fd = open(fs.path("loop.log").c_str(), O_RDWR | O_CREAT, 0644);
+        REQUIRE(fd >= 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+        REQUIRE(posix_trace_attr_setlogsize(&a.attr, 4u << 20) == 0);
+        trace_id_t trid;
+        CHECK(posix_trace_create_withlog(0, &a.attr, fd, &trid) == ENOSPC);
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_UNTIL_FULL) == 0);
+        CHECK(posix_trace_create_withlog(0, &a.attr, fd, &trid) == ENOSPC);
+        close(fd);
+    }
+    SECTION("ENOSPC from flush, the status and shutdown when the device fills")
+    {
+        SmallFileSystem fs(640 * 1024);
+        std::string path = fs.path("append.log");
+        int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+        REQUIRE(fd >= 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        StreamGuard stream = make_logged_stream(fd, &a.attr);
+        emit_many(stream.get(), 5000); // 1.2 MB
+        REQUIRE(posix_trace_flush(stream.get()) == 0);
+        posix_trace_status_info status{};
+        for (int i = 0; i < 2000 && status.posix_stream_flush_error == 0; ++i) {
+            usleep(1000);
+            REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        }
+        CHECK(status.posix_stream_flush_error == ENOSPC);
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        CHECK(status.posix_stream_flush_error == 0); // reset by reading it
+        CHECK(posix_trace_flush(stream.get()) == ENOSPC);
+        CHECK(stream.shutdown() == ENOSPC);
+        close(fd);
+        // What reached the device is still a readable log.
+        LogGuard log(path);
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        CHECK(read.events.size() > 100);
+    }
+    SECTION("EFBIG past the file size limit")
+    {
+        TempFile file;
+        struct rlimit saved;
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+        struct sigaction ignore {}, previous {};
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGXFSZ, &ignore, &previous);
+        struct rlimit small = saved;
+        small.rlim_cur = 128 * 1024;
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        int shutdown_error;
+        {
+            // The limit comes after creation: the stream's own buffer is a
+            // memory file that the limit would refuse too.
+            StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+            REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+            emit_many(stream.get(), 5000);
+            shutdown_error = stream.shutdown();
+        }
+        setrlimit(RLIMIT_FSIZE, &saved);
+        sigaction(SIGXFSZ, &previous, nullptr);
+        CHECK(shutdown_error == EFBIG);
+        CHECK(file.size() <= 128 * 1024);
+    }
+}
+
+TEST_CASE("every event class goes through a log intact: USDT, thread, process, system", "[log]")
+{
+    ChildConversation app({helper_path("own_probes")});
+    REQUIRE(app.read_line() == "ready\n");
+    TempFile file;
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    trace_id_t trid;
+    REQUIRE(posix_trace_create_withlog(app.pid(), &a.attr, file.fd(), &trid) == 0);
+    StreamGuard stream(trid);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "ownapp:*", &attached) == 0);
+    REQUIRE(posix_trace_usdt_decode_string(trid, "ownapp:guarded", 2) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    app.say("go\n");
+    REQUIRE(app.read_line() == "fired 500\n");
+    trace_event_set_t only_td_ready; // the set filtered out
+    posix_trace_eventset_empty(&only_td_ready);
+    posix_trace_eventset_add(POSIX_TRACE_TD_EVENT_FIRST, &only_td_ready); // td_ready
+    REQUIRE(posix_trace_set_filter(trid, &only_td_ready, POSIX_TRACE_SET_EVENTSET) == 0);
+    app.say("end\n");
+    int status = -1;
+    REQUIRE(waitpid(app.pid(), &status, 0) == app.pid());
+    usleep(50'000);
+    REQUIRE(stream.shutdown() == 0);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get(), false);
+    REQUIRE(read.error == 0);
+    REQUIRE(!read.events.empty());
+    CHECK(read.events.front().info.posix_event_id == POSIX_TRACE_START);
+    CHECK(read.events.back().info.posix_event_id == POSIX_TRACE_STOP);
+    int64_t guarded = 0, plain = 0;
+    bool filter_seen = false, exit_seen = false, death_seen = false;
+    char name[TRACE_EVENT_NAME_MAX];
+    for (const auto &event : read.events) {
+        const auto &info = event.info;
+        REQUIRE(posix_trace_eventid_get_name(log.get(), info.posix_event_id, name) == 0);
+        std::string type = name;
+        if (type == "ownapp:guarded") {
+            std::vector<unsigned char> expected(3 * 8 + 5 + 1, 0);
+            int64_t args[3] = {guarded, guarded * 2, 0};
+            std::memcpy(expected.data(), args, 16);
+            std::memcpy(expected.data() + 16, &args[2], 8);
+            // argument 2 is the decoded string: its 8 bytes are the pointer
+            std::memcpy(expected.data() + 16, event.data.data() + 16, 8);
+            std::memcpy(expected.data() + 24, "text", 5);
+            expected.back() = 3;
+            REQUIRE(event.data == expected);
+            CHECK(info.posix_pid == app.pid());
+            CHECK(info.posix_tid == app.pid());
+            ++guarded;
+        } else if (type == "ownapp:plain") {
+            REQUIRE(event.data.size() == 8);
+            int64_t value;
+            std::memcpy(&value, event.data.data(), 8);
+            REQUIRE(value == plain++);
+        } else if (info.posix_event_id == POSIX_TRACE_FILTER) {
+            REQUIRE(event.data.size() == sizeof(posix_trace_filter_data));
+            posix_trace_filter_data change;
+            std::memcpy(&change, event.data.data(), sizeof change);
+            CHECK(std::memcmp(&change.new_filter, &only_td_ready, sizeof only_td_ready) == 0);
+            filter_seen = true;
+        } else if (info.posix_event_id == POSIX_TRACE_PROCESS_EXIT) {
+            REQUIRE(event.data.size() == sizeof(posix_trace_process_exit_data));
+            posix_trace_process_exit_data exited;
+            std::memcpy(&exited, event.data.data(), sizeof exited);
+            CHECK(exited.pid == app.pid());
+            CHECK(exited.wait_status == status);
+            exit_seen = true;
+        } else if (type == "td_death") {
+            CHECK(info.posix_tid == app.pid());
+            death_seen = true;
+        } else if (type == "td_ready" && filter_seen) {
+            FAIL_CHECK("td_ready was filtered out"); // the filter reached the log's events
+        }
+    }
+    CHECK(guarded == 500);
+    CHECK(plain == 500);
+    CHECK(filter_seen);
+    CHECK(exit_seen);
+    CHECK(death_seen);
 }

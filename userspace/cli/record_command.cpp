@@ -5,6 +5,7 @@
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <trace.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "event_format.hpp"
+#include "util/unique_fd.hpp"
 #include "target.hpp"
 
 namespace posixtrace::cli {
@@ -231,15 +233,68 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
     return true;
 }
 
+// The trace log -o writes to; fails with a one-line message.
+UniqueFd open_output(const std::string &path)
+{
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail("cannot write " + path + ": " + std::strerror(errno));
+    return UniqueFd(fd);
+}
+
+// With -o the events go to the log, not to the terminal: the stream flushes
+// itself to the log whenever it fills (POSIX_TRACE_FLUSH), so a long
+// recording keeps everything in bounded memory.
+void prepare_log_attributes(trace_attr_t &attr)
+{
+    posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_FLUSH);
+    posix_trace_attr_setlogfullpolicy(&attr, POSIX_TRACE_APPEND);
+}
+
+bool duration_over(const RecordOptions &options, std::chrono::steady_clock::time_point begin)
+{
+    return options.duration > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >=
+               options.duration;
+}
+
+int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
+                  std::chrono::steady_clock::time_point begin)
+{
+    int exit_status = 0;
+    bool ended = false;
+    while (!stop_requested() && !ended && !duration_over(options, begin)) {
+        usleep(20'000);
+        ended = target.ended(exit_status);
+    }
+    posix_trace_stop(trid);
+    posix_trace_counters counters{};
+    posix_trace_get_counters(trid, &counters);
+    int err = posix_trace_shutdown(trid); // flushes the rest, writes the trailer
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (err)
+        fail("the trace log " + options.output + " is incomplete: " + std::strerror(err));
+    std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s, trace log %s\n",
+                 (unsigned long)counters.recorded,
+                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream), seconds,
+                 options.output.c_str());
+    if (!ended)
+        target.collect_status(exit_status);
+    return exit_status;
+}
+
 int run(const RecordOptions &options)
 {
-    if (!options.output.empty())
-        fail("-o: trace logs are not implemented yet; events are printed live without -o");
     if ((options.pid != 0) == !options.command.empty())
         fail("give -p PID or -- COMMAND [ARGS...]");
     EventSelection selection = parse_events(options.events);
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
 
+    bool to_log = !options.output.empty();
+    if (to_log && options.json)
+        fail("--json prints events live; with -o they go to the log (see: posixtrace dump --json)");
+    UniqueFd output = to_log ? open_output(options.output) : UniqueFd();
     Target target =
         options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
     trace_attr_t attr;
@@ -250,7 +305,9 @@ int run(const RecordOptions &options)
     // Room for bursts while the output catches up (a terminal or a pipe
     // prints slower than a probe fires).
     posix_trace_attr_setstreamsize(&attr, kRecordStreamBytes);
-    StreamOwner stream(target.pid(), attr);
+    if (to_log)
+        prepare_log_attributes(attr);
+    StreamOwner stream(target.pid(), attr, to_log ? output.get() : -1);
     trace_id_t trid = stream.get();
     apply_selection(trid, selection);
     std::set<trace_event_id_t> with_string = decode_strings(trid, string_arguments);
@@ -262,6 +319,8 @@ int run(const RecordOptions &options)
     posix_trace_start(trid);
     target.release();
 
+    if (to_log)
+        return record_to_log(options, trid, target, begin);
     Totals totals;
     EventNames names(trid);
     int exit_status = 0;
@@ -269,9 +328,7 @@ int run(const RecordOptions &options)
     while (!stop_requested() && !ended) {
         print_next(trid, options.json, with_string, names, totals);
         ended = target.ended(exit_status);
-        if (options.duration > 0 &&
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >=
-                options.duration)
+        if (duration_over(options, begin))
             break;
     }
     posix_trace_stop(trid);
@@ -303,7 +360,9 @@ void add_record_command(CLI::App &app)
         "  posixtrace record -p 1234 --duration 5 --json\n"
         "  posixtrace record --inherit --events usdt,system -- make -j2");
     command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
-    command->add_option("-o,--output", options->output, "Write a trace log (not yet available)");
+    command->add_option("-o,--output", options->output,
+                        "Write a trace log to this file instead of printing events "
+                        "(read it with posixtrace dump / export)");
     command
         ->add_option("--events", options->events,
                      "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")

@@ -116,9 +116,13 @@ void Target::collect_status(int &exit_status)
         exit_status = wait_status_code(status);
 }
 
-StreamOwner::StreamOwner(pid_t pid, const trace_attr_t &attr)
+StreamOwner::StreamOwner(pid_t pid, const trace_attr_t &attr, int log_fd)
 {
-    if (int err = posix_trace_create(pid, &attr, &trid_))
+    int err = log_fd < 0 ? posix_trace_create(pid, &attr, &trid_)
+                         : posix_trace_create_withlog(pid, &attr, log_fd, &trid_);
+    if (err == ENOSPC || err == EFBIG)
+        fail(std::string("cannot write the trace log: ") + std::strerror(err));
+    if (err)
         fail(create_error(err, pid));
 }
 

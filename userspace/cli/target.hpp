@@ -45,8 +45,9 @@ private:
 // Owns a trace stream: shut down with the object.
 class StreamOwner {
 public:
-    // Creates a stream for `pid`, failing with a one-line message.
-    StreamOwner(pid_t pid, const trace_attr_t &attr);
+    // Creates a stream for `pid`, failing with a one-line message; with a
+    // log written to `log_fd` when that is not -1.
+    StreamOwner(pid_t pid, const trace_attr_t &attr, int log_fd = -1);
     StreamOwner(const StreamOwner &) = delete;
     StreamOwner &operator=(const StreamOwner &) = delete;
     ~StreamOwner() { posix_trace_shutdown(trid_); } // EINVAL once shut down: harmless
