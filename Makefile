@@ -131,6 +131,7 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh $(BUILD)
 	@echo; bench/thread_switches.sh $(BUILD)
+	@echo; bench/log_bench.sh $(BUILD)
 
 install: all
 	install -d $(PREFIX)/include/posix_trace $(PREFIX)/lib/pkgconfig $(PREFIX)/bin

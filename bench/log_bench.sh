@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# make bench, trace logs: sustained recording to a log on disk from 2 emitting
+# threads next to the in-memory stream at the same rate, then dump and export
+# speed and peak memory on a large log, next to babeltrace2 reading the same
+# trace as CTF. LOG_EVENTS sets the large log's size (default 10 million).
+set -uo pipefail
+build=${1:-build}
+bin=$build/bench/bench_log
+cli=$build/bin/posixtrace
+seconds=${LOG_SECONDS:-5}
+events=${LOG_EVENTS:-10000000}
+dir=$(mktemp -d /var/tmp/posixtrace-bench-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+value() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
+
+echo "recording to a log on disk ($(df --output=source "$dir" | tail -1)), 2 emitting threads, 64-byte events, $seconds s per run"
+printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "case" "rate asked" "events/s" "emitted" "lost" "MB/s"
+printf "|%s|%s|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..12})" \
+    "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..11})"
+for rate in 100000 200000 0; do
+    asked=$([[ $rate == 0 ]] && echo "unpaced" || echo "$rate/s")
+    line=$("$bin" memory "$rate" "$seconds")
+    printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "in-memory stream" "$asked" \
+        "$(value events_per_s <<<"$line")" "$(value emitted <<<"$line")" "$(value lost <<<"$line")" "-"
+    line=$("$bin" log "$dir/rate.log" "$rate" "$seconds")
+    printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "stream with log (FLUSH)" "$asked" \
+        "$(value events_per_s <<<"$line")" "$(value emitted <<<"$line")" "$(value lost <<<"$line")" \
+        "$(value mb_per_s <<<"$line")"
+done
+
+echo
+echo "a log of $events events: writing it, then reading it back"
+line=$("$bin" fill "$dir/big.log" "$events")
+echo "written: $(value logged <<<"$line") events, $(value lost <<<"$line") lost, $(value log_mb <<<"$line") MB, $(value events_per_s <<<"$line") events/s"
+timed() { # label, command...: events/s from the log's event count, peak RSS
+    local label=$1; shift
+    local out
+    out=$( { /usr/bin/time -f "TIME %e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | grep '^TIME' | tail -1)
+    local secs rss
+    secs=$(awk '{print $2}' <<<"$out"); rss=$(awk '{print $3}' <<<"$out")
+    printf "| %-44s | %8.1f | %12.0f | %9.1f |\n" "$label" "$secs" \
+        "$(awk -v n="$events" -v s="$secs" 'BEGIN {print (s > 0 ? n / s : 0)}')" \
+        "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
+}
+printf "| %-44s | %8s | %12s | %9s |\n" "reader" "seconds" "events/s" "peak MB"
+printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..11})"
+timed "posixtrace dump" "$cli" dump "$dir/big.log"
+timed "posixtrace dump --json" "$cli" dump "$dir/big.log" --json
+timed "posixtrace export --format chrome" "$cli" export "$dir/big.log" --format chrome -o "$dir/big.json"
+rm -f "$dir/big.json"
+timed "posixtrace export --format ctf" "$cli" export "$dir/big.log" --format ctf -o "$dir/ctf"
+if command -v babeltrace2 >/dev/null; then
+    timed "peer: babeltrace2 printing that CTF export" babeltrace2 "$dir/ctf"
+fi
