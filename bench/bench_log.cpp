@@ -59,9 +59,8 @@ Emitted run_emitters(trace_event_id_t id, double rate, double seconds, uint64_t 
     std::atomic<uint64_t> total{0};
     auto begin = Clock::now();
     for (int t = 0; t < kEmitters; ++t)
-        threads.emplace_back([&] {
-            total += emit(id, rate / kEmitters, seconds, count / kEmitters);
-        });
+        threads.emplace_back(
+            [&] { total += emit(id, rate / kEmitters, seconds, count / kEmitters); });
     for (auto &thread : threads)
         thread.join();
     return {total.load(), std::chrono::duration<double>(Clock::now() - begin).count()};
@@ -73,8 +72,7 @@ struct Counted {
 };
 
 // One event into the totals; false at the end.
-bool count_next(trace_id_t trid, trace_event_id_t user_id, Counted &counted, int &err,
-                bool timed)
+bool count_next(trace_id_t trid, trace_event_id_t user_id, Counted &counted, int &err, bool timed)
 {
     posix_trace_event_info info;
     unsigned char data[256];
@@ -93,7 +91,8 @@ bool count_next(trace_id_t trid, trace_event_id_t user_id, Counted &counted, int
         return false;
     if (info.posix_event_id == user_id)
         counted.user++;
-    else if (info.posix_event_id == POSIX_TRACE_OVERFLOW && len >= sizeof(posix_trace_overflow_data)) {
+    else if (info.posix_event_id == POSIX_TRACE_OVERFLOW &&
+             len >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
         counted.lost += overflow.lost;
@@ -131,7 +130,7 @@ void filter_thread_events(trace_id_t trid)
 
 off_t file_size(const char *path)
 {
-    struct stat st{};
+    struct stat st {};
     stat(path, &st);
     return st.st_size;
 }
@@ -208,7 +207,8 @@ int main(int argc, char **argv)
         return run_memory(id, std::atof(argv[2]), std::atof(argv[3]));
     if (mode == "fill" && argc == 4)
         return run_log(argv[2], id, 0, 0, std::strtoull(argv[3], nullptr, 10));
-    std::fprintf(stderr, "usage: %s log FILE RATE SECONDS | memory RATE SECONDS | fill FILE COUNT\n",
+    std::fprintf(stderr,
+                 "usage: %s log FILE RATE SECONDS | memory RATE SECONDS | fill FILE COUNT\n",
                  argv[0]);
     return 1;
 }

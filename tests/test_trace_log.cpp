@@ -782,14 +782,11 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
         CHECK(read.error == 0);
         CHECK(read.events.size() > 100);
     }
-    SECTION("EFBIG past the file size limit")
+    SECTION("EFBIG past the file size limit, without SIGXFSZ killing the tracer")
     {
         TempFile file;
         struct rlimit saved;
         REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
-        struct sigaction ignore {}, previous {};
-        ignore.sa_handler = SIG_IGN;
-        sigaction(SIGXFSZ, &ignore, &previous);
         struct rlimit small = saved;
         small.rlim_cur = 128 * 1024;
         Attr a;
@@ -804,9 +801,20 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
             shutdown_error = stream.shutdown();
         }
         setrlimit(RLIMIT_FSIZE, &saved);
-        sigaction(SIGXFSZ, &previous, nullptr);
         CHECK(shutdown_error == EFBIG);
         CHECK(file.size() <= 128 * 1024);
+    }
+    SECTION("a pipe whose reader left: EIO, without SIGPIPE killing the tracer")
+    {
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        StreamGuard stream = make_logged_stream(fds[1], &a.attr);
+        close(fds[0]);
+        emit_many(stream.get(), 2000);
+        CHECK(stream.shutdown() == EIO);
+        close(fds[1]);
     }
 }
 

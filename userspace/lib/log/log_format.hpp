@@ -34,8 +34,14 @@ inline constexpr uint16_t kEventTruncated = 1;
 inline constexpr size_t kMaxNameLength = 127;
 inline constexpr size_t kMaxEventData = 8192;
 
-inline constexpr size_t padded8(size_t bytes) { return (bytes + 7) & ~size_t(7); }
-inline constexpr size_t padded4(size_t bytes) { return (bytes + 3) & ~size_t(3); }
+inline constexpr size_t padded8(size_t bytes)
+{
+    return (bytes + 7) & ~size_t(7);
+}
+inline constexpr size_t padded4(size_t bytes)
+{
+    return (bytes + 3) & ~size_t(3);
+}
 
 inline uint32_t crc32_of(const uint8_t *bytes, size_t length)
 {

@@ -14,7 +14,10 @@
 namespace posixtrace::log {
 namespace {
 
-bool valid_name_length(uint32_t length) { return length >= 1 && length <= kMaxNameLength; }
+bool valid_name_length(uint32_t length)
+{
+    return length >= 1 && length <= kMaxNameLength;
+}
 
 } // namespace
 
@@ -161,7 +164,7 @@ void LogReader::read_trailer()
         return;
     }
     const uint8_t *t = trailer.data() + 64;
-    int *fields[] = {&status_.posix_stream_status,        &status_.posix_stream_full_status,
+    int *fields[] = {&status_.posix_stream_status,         &status_.posix_stream_full_status,
                      &status_.posix_stream_overrun_status, &status_.posix_stream_flush_status,
                      &status_.posix_stream_flush_error,    &status_.posix_log_overrun_status,
                      &status_.posix_log_full_status};
@@ -170,9 +173,15 @@ void LogReader::read_trailer()
     trailer_offset_ = offset;
 }
 
-Attributes LogReader::attributes() const { return attributes_; }
+Attributes LogReader::attributes() const
+{
+    return attributes_;
+}
 
-posix_trace_status_info LogReader::status() const { return status_; }
+posix_trace_status_info LogReader::status() const
+{
+    return status_;
+}
 
 // ---- blocks --------------------------------------------------------------------
 
@@ -310,7 +319,8 @@ bool LogReader::check_records()
             if (id >= POSIX_TRACE_EVENT_ID_LIMIT || !valid_name_length(length) ||
                 padded8(kNameRecordHeader + length) != size)
                 return false;
-            names.emplace_back(id, std::string(reinterpret_cast<const char *>(record + 16), length));
+            names.emplace_back(id,
+                               std::string(reinterpret_cast<const char *>(record + 16), length));
         }
         at += size;
     }

@@ -74,10 +74,10 @@ private:
     // Reading position.
     uint64_t next_block_offset_ = 0; // APPEND / UNTIL_FULL
     uint64_t next_sequence_ = 0;
-    uint64_t newest_sequence_ = 0;   // LOOP
-    bool any_block_ = false;         // LOOP: a slot was ever written
+    uint64_t newest_sequence_ = 0; // LOOP
+    bool any_block_ = false;       // LOOP: a slot was ever written
     std::vector<uint8_t> block_;
-    std::vector<size_t> events_;     // offsets of the events in block_
+    std::vector<size_t> events_; // offsets of the events in block_
     size_t next_in_block_ = 0;
     bool ended_ = false;
     int error_ = 0;

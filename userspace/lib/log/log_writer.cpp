@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,7 +26,46 @@ constexpr size_t kMinLoopSlot = 16 * 1024; // an event of max-data-size fits
 constexpr size_t kMaxQueuedBytes = 64u << 20;
 constexpr size_t kPageSize = 4096;
 
-size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+// A write to a pipe whose reader left raises SIGPIPE, and one past the file
+// size limit SIGXFSZ; both kill the process by default. A library must not
+// kill its caller over a log: while one of its writes runs they are blocked,
+// the write fails with EPIPE / EFBIG instead, and the signal it raised (sent
+// to this thread) is taken back.
+class QuietWriteSignals {
+public:
+    QuietWriteSignals()
+    {
+        sigemptyset(&signals_);
+        sigaddset(&signals_, SIGPIPE);
+        sigaddset(&signals_, SIGXFSZ);
+        pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    }
+    ~QuietWriteSignals()
+    {
+        sigset_t pending;
+        sigpending(&pending);
+        timespec now{};
+        for (int signal : {SIGPIPE, SIGXFSZ})
+            if (sigismember(&pending, signal) && !sigismember(&previous_, signal)) {
+                sigset_t one;
+                sigemptyset(&one);
+                sigaddset(&one, signal);
+                sigtimedwait(&one, nullptr, &now);
+            }
+        pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    }
+    QuietWriteSignals(const QuietWriteSignals &) = delete;
+    QuietWriteSignals &operator=(const QuietWriteSignals &) = delete;
+
+private:
+    sigset_t signals_;
+    sigset_t previous_;
+};
+
+size_t round_up(size_t value, size_t multiple)
+{
+    return (value + multiple - 1) / multiple * multiple;
+}
 
 // LOOP slots: about a quarter of the log each, so overwriting one loses at
 // most a quarter of the history, and at least two of them.
@@ -248,7 +288,8 @@ void LogWriter::append(const pt_record &record, const void *data, const NameLook
         name = name_of(id); // user and USDT ids are the stream's own: each block names them
     size_t name_bytes =
         name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
-    size_t event_bytes = padded8(kEventRecordHeader + std::min<size_t>(record.data_len, kMaxEventData));
+    size_t event_bytes =
+        padded8(kEventRecordHeader + std::min<size_t>(record.data_len, kMaxEventData));
     if (current_.size() - kBlockHeaderSize + name_bytes + event_bytes > payload_capacity()) {
         submit();
         if (id >= POSIX_TRACE_USER_EVENT_FIRST && !name)
@@ -379,6 +420,7 @@ void LogWriter::write_block(PendingBlock &block)
     if (layout_.slot_size && block.sequence >= layout_.slot_count) {
         full_ = true;
         overrun_ = true;
+        overwritten_ = true;
     }
 }
 
@@ -391,9 +433,11 @@ void LogWriter::note_error(int err)
 
 int LogWriter::write_at(uint64_t offset, const uint8_t *bytes, size_t length)
 {
+    QuietWriteSignals quiet;
     while (length) {
-        ssize_t n = layout_.seekable ? pwrite(fd_.get(), bytes, length, layout_.base + off_t(offset))
-                                     : write(fd_.get(), bytes, length);
+        ssize_t n = layout_.seekable
+                        ? pwrite(fd_.get(), bytes, length, layout_.base + off_t(offset))
+                        : write(fd_.get(), bytes, length);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -435,11 +479,14 @@ int LogWriter::close(const FinalState &state)
     trailer.put<uint64_t>(state.recorded);
     trailer.put<uint64_t>(state.lost_in_kernel);
     trailer.put<uint64_t>(state.lost_in_stream);
-    const posix_trace_status_info &s = state.status;
-    for (int value : {s.posix_stream_status, s.posix_stream_full_status,
-                      s.posix_stream_overrun_status, s.posix_stream_flush_status,
-                      s.posix_stream_flush_error, s.posix_log_overrun_status,
-                      s.posix_log_full_status})
+    // The log's own status is known only now that every block is written.
+    posix_trace_status_info s = state.status;
+    s.posix_log_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    s.posix_log_overrun_status = overwritten_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    for (int value :
+         {s.posix_stream_status, s.posix_stream_full_status, s.posix_stream_overrun_status,
+          s.posix_stream_flush_status, s.posix_stream_flush_error, s.posix_log_overrun_status,
+          s.posix_log_full_status})
         trailer.put<uint32_t>(uint32_t(value));
     trailer.put<uint32_t>(0);
     put_name_table(trailer, state.types);

@@ -54,14 +54,15 @@ public:
     // done() once they are written (or failed).
     uint64_t submit();
     bool done(uint64_t ticket) const;
-    // Waits for every block, writes the trailer and footer; the first write
-    // error of the log's life, or 0.
+    // Waits for every block, writes the trailer (with `state`, its log full
+    // and overrun status replaced by the log's own) and the footer; the first
+    // write error of the log's life, or 0.
     int close(const FinalState &state);
 
     int first_error() const;
     int take_flush_error(); // the latest error, reset by reading it
     bool full() const;
-    bool take_overrun();    // LOOP overwrote a slot since the last call
+    bool take_overrun(); // LOOP overwrote a slot since the last call
     uint64_t events_written() const;
 
 private:
@@ -120,7 +121,8 @@ private:
     int first_error_ = 0;
     int flush_error_ = 0;
     bool full_ = false;
-    bool overrun_ = false;
+    bool overrun_ = false;     // since take_overrun()
+    bool overwritten_ = false; // ever: the trailer's log overrun status
     std::jthread writer_;
 };
 
