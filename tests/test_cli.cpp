@@ -337,3 +337,41 @@ TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[
     CHECK(last.find("posixtrace: 402 threads (401 created, 402 exited)") != std::string::npos);
     CHECK(last.find(" 0 lost") != std::string::npos);
 }
+
+TEST_CASE("cli: record -o writes a trace log that dump reads after the command ended", "[cli][log]")
+{
+    char path[] = "/tmp/posixtrace-record-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    Run record = run_cli(std::string("record -o ") + path +
+                         " --events usdt:python:audit,system -- /usr/bin/python3.11 -c " +
+                         kAuditScript);
+    CHECK(record.status == 3); // the command's own exit status
+    CHECK(record.out.empty()); // the events went to the log
+    CHECK(record.err.find("trace log") != std::string::npos);
+    CHECK(record.err.find(" 0 lost") != std::string::npos);
+
+    Run dump = run_cli(std::string("dump ") + path);
+    CHECK(dump.status == 0);
+    auto lines = dump.lines();
+    CHECK(count_containing(lines, "python:audit") >= 1000);
+    CHECK(count_containing(lines, "posix_trace_start") == 1);
+    CHECK(count_containing(lines, "process_exit") == 1);
+    Run json = run_cli(std::string("dump --json ") + path);
+    CHECK(json.status == 0);
+    CHECK(json.lines().size() == lines.size());
+    CHECK(count_containing(json.lines(), "\"event\":\"python:audit\"") >= 1000);
+    unlink(path);
+
+    SECTION("bad input: an unwritable path, -o with --json")
+    {
+        Run unwritable = run_cli("record -o /nonexistent/dir/x.ptlog -- /bin/true");
+        CHECK(unwritable.status != 0);
+        CHECK(unwritable.err.find("cannot write /nonexistent/dir/x.ptlog") != std::string::npos);
+        CHECK(std::count(unwritable.err.begin(), unwritable.err.end(), '\n') == 1);
+        Run both = run_cli("record -o /tmp/x.ptlog --json -- /bin/true");
+        CHECK(both.status != 0);
+        CHECK(std::count(both.err.begin(), both.err.end(), '\n') == 1);
+    }
+}
