@@ -83,9 +83,12 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
-$(TESTS): $(TEST_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS)
+# The tests link the CLI's export writers to test them on synthetic events.
+TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
+                 $(BUILD)/obj/userspace/cli/event_format.o,$(CLI_OBJS)))
+$(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -pthread
 
 $(BUILD)/examples/%: examples/%.c $(SHLIB)
 	@mkdir -p $(@D)
@@ -151,3 +154,31 @@ clean:
 	rm -rf build build-asan
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_OBJS:.o=.d)
+
+# ---- fuzzing: `make fuzz` builds build-fuzz/log_reader_fuzzer, a libFuzzer
+# target for the trace log reader (clang, ASan+UBSan); scripts/fuzz.sh runs it.
+FUZZ_BUILD    := build-fuzz
+FUZZ_CXX      ?= clang++
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# -D_Bool=bool: the generated skeleton uses C's _Bool, which g++ accepts in
+# C++ and clang++ does not; the library's noipa attributes are GCC's.
+FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fno-omit-frame-pointer $(WARNINGS) -pthread \
+                 -Iinclude -Iuserspace/lib -Ibpf -I$(BUILD)/gen \
+                 -DPOSIXTRACE_VERSION='"$(VERSION)"' -D_Bool=bool -Wno-unknown-attributes
+FUZZ_OBJS     := $(LIB_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/fuzz/log_reader_fuzzer.o
+FUZZER        := $(FUZZ_BUILD)/log_reader_fuzzer
+
+.PHONY: fuzz fuzz-clean
+fuzz: $(FUZZER)
+
+$(FUZZ_BUILD)/obj/%.o: %.cpp $(SKEL)
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
+
+$(FUZZER): $(FUZZ_OBJS)
+	$(FUZZ_CXX) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS_LIB)
+
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+
+-include $(FUZZ_OBJS:.o=.d)

@@ -15,4 +15,15 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
 std::string format_json(const posix_trace_event_info &info, const std::string &name,
                         const unsigned char *data, size_t length, bool with_string = false);
 
+// The members of format_json's object that describe the event's data (id,
+// data_hex, truncated, args, decoded fields), without braces: for formats
+// that carry the time, pid, tid and name elsewhere.
+std::string format_json_data_fields(const posix_trace_event_info &info, const unsigned char *data,
+                                    size_t length, bool with_string = false);
+
+// `text` as a JSON string literal, quotes included. Bytes that are not UTF-8
+// are escaped as the Latin-1 characters they would be, so the result is
+// always valid JSON.
+std::string json_string(const std::string &text);
+
 } // namespace posixtrace::cli

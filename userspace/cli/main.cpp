@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "dump_command.hpp"
+#include "export/export_command.hpp"
 #include "probes_command.hpp"
 #include "record_command.hpp"
 #include "threads/threads_command.hpp"
@@ -12,6 +14,8 @@ int main(int argc, char **argv)
     CLI::App app{"posixtrace: POSIX tracing for Linux on BPF"};
     app.set_version_flag("--version", std::string("posixtrace ") + POSIXTRACE_VERSION);
     app.require_subcommand(1);
+    posixtrace::cli::add_dump_command(app);
+    posixtrace::cli::add_export_command(app);
     posixtrace::cli::add_probes_command(app);
     posixtrace::cli::add_record_command(app);
     posixtrace::cli::add_threads_command(app);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "event_format.hpp"
+#include "event_names_cache.hpp"
 #include "util/unique_fd.hpp"
 #include "target.hpp"
 
@@ -180,27 +181,6 @@ std::set<trace_event_id_t> decode_strings(trace_id_t trid,
 struct Totals {
     uint64_t events = 0;
     uint64_t lost = 0;
-};
-
-// Event type names, looked up once per type.
-class EventNames {
-public:
-    explicit EventNames(trace_id_t trid) : trid_(trid) {}
-    const std::string &of(trace_event_id_t id)
-    {
-        auto found = names_.find(id);
-        if (found != names_.end())
-            return found->second;
-        char name[TRACE_EVENT_NAME_MAX];
-        std::string text = posix_trace_eventid_get_name(trid_, id, name) == 0
-                               ? name
-                               : "user#" + std::to_string(id); // registered by the target
-        return names_.emplace(id, std::move(text)).first->second;
-    }
-
-private:
-    trace_id_t trid_;
-    std::map<trace_event_id_t, std::string> names_;
 };
 
 // Reads one event (waiting up to 100 ms) and prints it; false when none came.

@@ -1,0 +1,98 @@
+// posixtrace export: converts a trace log for other tools, reading it once
+// through the public API: Chrome's Trace Event Format (Perfetto UI,
+// chrome://tracing) or a CTF 1.8 trace (babeltrace2, Trace Compass).
+#include "export_command.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "../read_progress.hpp"
+#include "../target.hpp"
+#include "../trace_log.hpp"
+#include "chrome_writer.hpp"
+#include "ctf_writer.hpp"
+
+namespace posixtrace::cli {
+namespace {
+
+struct ExportOptions {
+    std::string file;
+    std::string format;
+    std::string output;
+};
+
+// Checked before the log is opened, so a mistyped command fails at once.
+void check_options(const ExportOptions &options)
+{
+    if (options.file.empty())
+        fail("export: give the trace log to convert (posixtrace export FILE --format chrome|ctf "
+             "-o OUT)");
+    if (options.format.empty())
+        fail("export: give --format chrome or --format ctf");
+    if (options.format != "chrome" && options.format != "ctf")
+        fail("export: unknown format '" + options.format + "' (chrome or ctf)");
+    if (options.output.empty())
+        fail(std::string("export: give -o OUT (") +
+             (options.format == "ctf" ? "a directory" : "a JSON file") + ")");
+}
+
+std::unique_ptr<EventWriter> make_writer(const ExportOptions &options, LogDescription description)
+{
+    if (options.format == "ctf")
+        return std::make_unique<CtfWriter>(options.output, std::move(description));
+    return std::make_unique<ChromeWriter>(options.output, std::move(description));
+}
+
+int run(const ExportOptions &options)
+{
+    check_options(options);
+    TraceLog log(options.file);
+    ReadProgress progress(options.file, log.file_size());
+    ReadTally tally;
+    int err = 0;
+    std::string caveat;
+    try {
+        std::unique_ptr<EventWriter> writer = make_writer(options, log.description());
+        err = log.read_all([&](const LoggedEvent &event) {
+            progress.advance(event.length);
+            tally.count(event);
+            writer->write(event);
+        });
+        progress.clear();
+        writer->finish(); // what was read is a valid trace, even if damage stopped the reading
+        caveat = writer->caveat();
+    } catch (const std::exception &error) {
+        progress.clear();
+        fail(error.what());
+    }
+    if (err)
+        fail(read_error_message(options.file, err, tally.events()) + " (" + options.output +
+             " holds the events before)");
+    std::string summary = tally.summary(log.status()) + "; written to " + options.output;
+    if (!caveat.empty())
+        summary += "; " + caveat;
+    std::fprintf(stderr, "posixtrace: %s: %s\n", options.file.c_str(), summary.c_str());
+    return 0;
+}
+
+} // namespace
+
+void add_export_command(CLI::App &app)
+{
+    auto options = std::make_shared<ExportOptions>();
+    CLI::App *command = app.add_subcommand(
+        "export", "Convert a trace log for Perfetto / chrome://tracing or babeltrace2");
+    command->footer("Examples:\n"
+                    "  posixtrace export run.log --format chrome -o run.json   "
+                    "(open in ui.perfetto.dev)\n"
+                    "  posixtrace export run.log --format ctf -o run-ctf/ && babeltrace2 run-ctf/");
+    command->add_option("file", options->file, "The trace log");
+    command->add_option("--format", options->format, "chrome (Trace Event JSON) or ctf (CTF 1.8)");
+    command->add_option("-o,--output", options->output,
+                        "The JSON file (chrome) or the trace directory (ctf) to write");
+    command->callback([options] { throw CLI::RuntimeError(run(*options)); });
+}
+
+} // namespace posixtrace::cli

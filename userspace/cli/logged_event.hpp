@@ -1,0 +1,36 @@
+#pragma once
+// What the log-reading commands (dump, export) pass around: one event read
+// from a trace log, and what the log says about itself. Plain data, so the
+// export writers can be fed events that come from anywhere (tests do).
+#include <trace.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <string>
+
+namespace posixtrace::cli {
+
+// One event, valid until the next one is read.
+struct LoggedEvent {
+    const posix_trace_event_info &info;
+    const std::string &name; // the event type's name
+    const unsigned char *data;
+    size_t length;
+};
+
+// The log's attributes (posix_trace_get_attr), for the exported files' headers.
+struct LogDescription {
+    std::string trace_name;
+    std::string generation_version; // the writer, e.g. "posixtrace 0.1.0"
+    timespec creation_time{};
+    long clock_resolution_ns = 1;
+};
+
+inline uint64_t timestamp_ns(const posix_trace_event_info &info)
+{
+    return uint64_t(info.posix_timestamp.tv_sec) * 1'000'000'000u +
+           uint64_t(info.posix_timestamp.tv_nsec);
+}
+
+} // namespace posixtrace::cli
