@@ -375,3 +375,31 @@ TEST_CASE("cli: record -o writes a trace log that dump reads after the command e
         CHECK(std::count(both.err.begin(), both.err.end(), '\n') == 1);
     }
 }
+
+TEST_CASE("cli: events come in timestamp order, thread events woken from interrupts included",
+          "[cli]")
+{
+    // Timer wakeups run in interrupts, nested in whatever BPF program was
+    // recording on that CPU: the stream must still deliver in order.
+    const char *script =
+        "\"import threading, time\n"
+        "def work():\n"
+        "    for i in range(600000):\n"
+        "        if i % 500 == 0: time.sleep(0.0001)\n"
+        "ts = [threading.Thread(target=work) for _ in range(3)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\"";
+    Run run = run_cli(std::string("record --json --events td -- /usr/bin/python3.11 -c ") + script);
+    REQUIRE(run.status == 0);
+    auto lines = run.lines();
+    CHECK(lines.size() > 5000);
+    unsigned long long previous = 0;
+    size_t out_of_order = 0;
+    for (const auto &line : lines) {
+        auto at = line.find("\"ts_ns\":");
+        REQUIRE(at != std::string::npos);
+        unsigned long long ts = std::stoull(line.substr(at + 8));
+        out_of_order += ts < previous;
+        previous = std::max(previous, ts);
+    }
+    CHECK(out_of_order == 0);
+}

@@ -42,24 +42,49 @@ void RingMerger::merge(uint64_t watermark_ns, uint64_t pass_start_ns,
     for (size_t source = 0; source <= system_source; ++source)
         push_head(source);
 
+    batch_.clear();
+    system_batch_.clear();
     while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
         std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
         size_t source = heap.back().source;
         heap.pop_back();
         if (source == system_source) {
-            SystemEvent event = std::move(system.front());
+            batch_.push_back({system.front().header.timestamp_ns, nullptr, system_batch_.size()});
+            system_batch_.push_back(std::move(system.front()));
             system.pop_front();
-            on_system(std::move(event));
         } else {
             const pt_record *record = rings_[source].peek();
             floors_ns_[source] = std::max<uint64_t>(floors_ns_[source], record->timestamp_ns);
-            on_record(*record);
+            batch_.push_back({record->timestamp_ns, record, 0});
             rings_[source].advance();
         }
         push_head(source);
     }
+    deliver_batch(on_record, on_system);
     for (auto &ring : rings_)
         ring.commit();
+}
+
+// A BPF program that interrupts another on the same CPU (a wakeup in an
+// interrupt) reserves its record after the interrupted one's but stamps it
+// first: one ring is then not quite in timestamp order. Both records are in
+// the same pass (the nested one is committed first), so sorting the pass
+// restores the order. The records stay valid until the rings are committed.
+void RingMerger::deliver_batch(const RingSink &on_record, const SystemSink &on_system)
+{
+    auto earlier = [](const Delivery &a, const Delivery &b) {
+        return a.timestamp_ns < b.timestamp_ns;
+    };
+    if (!std::is_sorted(batch_.begin(), batch_.end(), earlier))
+        std::stable_sort(batch_.begin(), batch_.end(), earlier);
+    for (const Delivery &delivery : batch_) {
+        if (delivery.record)
+            on_record(*delivery.record);
+        else
+            on_system(std::move(system_batch_[delivery.system_index]));
+    }
+    batch_.clear();
+    system_batch_.clear();
 }
 
 uint64_t RingMerger::discard_all()

@@ -39,8 +39,17 @@ public:
     uint64_t discard_all();
 
 private:
+    struct Delivery {
+        uint64_t timestamp_ns;
+        const pt_record *record; // in a ring; nullptr for a system event
+        size_t system_index;
+    };
+    void deliver_batch(const RingSink &on_record, const SystemSink &on_system);
+
     std::vector<RingReader> rings_;
     std::vector<uint64_t> floors_ns_;
+    std::vector<Delivery> batch_;           // one pass, reused
+    std::vector<SystemEvent> system_batch_; // its system events
 };
 
 } // namespace posixtrace
