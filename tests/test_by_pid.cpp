@@ -15,17 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace {
-
-std::string helper_path(const char *name)
-{
-    char self[4096] = {};
-    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-    std::string path(self);
-    return path.substr(0, path.rfind('/')) + "/helpers/" + name;
-}
-
-} // namespace
+using test_support::helper_path;
 
 TEST_CASE("by pid: user events of a process linked with libposixtrace, with their names", "[bypid]")
 {

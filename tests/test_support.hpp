@@ -217,6 +217,15 @@ inline ReadResult get_next(trace_id_t trid, GetNext how, const timespec *abstime
     return r;
 }
 
+// A helper program built next to the test binary (build/tests/helpers/NAME).
+inline std::string helper_path(const char *name)
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string path(self);
+    return path.substr(0, path.rfind('/')) + "/helpers/" + name;
+}
+
 // A child process running `argv`, talked to line by line on its stdin and
 // stdout; killed and reaped when the conversation ends.
 class ChildConversation {

@@ -25,14 +25,6 @@ using namespace test_support;
 
 namespace {
 
-std::string helper_path(const char *name)
-{
-    char self[4096] = {};
-    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-    std::string path(self);
-    return path.substr(0, path.rfind('/')) + "/helpers/" + name;
-}
-
 // A file in /tmp, removed with the object.
 class TempFile {
 public:
