@@ -114,6 +114,15 @@ int LogReader::read_header()
     traced_pid_ = pid_t(int64_t(load<uint64_t>(h + 88)));
     std::memcpy(a.name, h + 96, TRACE_NAME_MAX);
     a.name[TRACE_NAME_MAX - 1] = 0;
+    bool known_policies =
+        (a.log_full_policy == POSIX_TRACE_LOOP || a.log_full_policy == POSIX_TRACE_UNTIL_FULL ||
+         a.log_full_policy == POSIX_TRACE_APPEND) &&
+        (a.stream_full_policy == POSIX_TRACE_LOOP ||
+         a.stream_full_policy == POSIX_TRACE_UNTIL_FULL ||
+         a.stream_full_policy == POSIX_TRACE_FLUSH) &&
+        (a.inheritance == POSIX_TRACE_CLOSE_FOR_CHILD || a.inheritance == POSIX_TRACE_INHERITED);
+    if (!known_policies) // a header no writer makes: its attributes would be garbage
+        return EINVAL;
     bool loop = a.log_full_policy == POSIX_TRACE_LOOP;
     if (loop != (slot_size_ != 0) ||
         (loop && (slot_size_ <= kBlockHeaderSize || slot_size_ > kMaxBlockPayload ||
