@@ -15,16 +15,16 @@ trap 'rm -rf "$dir"' EXIT
 value() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
 
 echo "recording to a log on disk ($(df --output=source "$dir" | tail -1)), 2 emitting threads, 64-byte events, $seconds s per run"
-printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "case" "rate asked" "events/s" "emitted" "lost" "MB/s"
-printf "|%s|%s|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..12})" \
+printf "| %-24s | %-10s | %12s | %12s | %8s | %9s |\n" "case" "rate asked" "events/s" "emitted" "lost" "MB/s"
+printf "|%s|%s|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..26})" "$(printf -- '-%.0s' {1..12})" \
     "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..11})"
 for rate in 100000 200000 0; do
     asked=$([[ $rate == 0 ]] && echo "unpaced" || echo "$rate/s")
     line=$("$bin" memory "$rate" "$seconds")
-    printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "in-memory stream" "$asked" \
+    printf "| %-24s | %-10s | %12s | %12s | %8s | %9s |\n" "in-memory stream" "$asked" \
         "$(value events_per_s <<<"$line")" "$(value emitted <<<"$line")" "$(value lost <<<"$line")" "-"
     line=$("$bin" log "$dir/rate.log" "$rate" "$seconds")
-    printf "| %-22s | %-10s | %12s | %12s | %8s | %9s |\n" "stream with log (FLUSH)" "$asked" \
+    printf "| %-24s | %-10s | %12s | %12s | %8s | %9s |\n" "stream with log (FLUSH)" "$asked" \
         "$(value events_per_s <<<"$line")" "$(value emitted <<<"$line")" "$(value lost <<<"$line")" \
         "$(value mb_per_s <<<"$line")"
 done
@@ -35,10 +35,9 @@ line=$("$bin" fill "$dir/big.log" "$events")
 echo "written: $(value logged <<<"$line") events, $(value lost <<<"$line") lost, $(value log_mb <<<"$line") MB, $(value events_per_s <<<"$line") events/s"
 timed() { # label, command...: events/s from the log's event count, peak RSS
     local label=$1; shift
-    local out
-    out=$( { /usr/bin/time -f "TIME %e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | grep '^TIME' | tail -1)
     local secs rss
-    secs=$(awk '{print $2}' <<<"$out"); rss=$(awk '{print $3}' <<<"$out")
+    /usr/bin/time -o "$dir/time.txt" -f "%e %M" "$@" >/dev/null 2>&1
+    read -r secs rss <"$dir/time.txt"
     printf "| %-44s | %8.1f | %12.0f | %9.1f |\n" "$label" "$secs" \
         "$(awk -v n="$events" -v s="$secs" 'BEGIN {print (s > 0 ? n / s : 0)}')" \
         "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
