@@ -62,7 +62,8 @@ bool LogReader::read_exact(uint64_t offset, void *into, size_t length) const
     return true;
 }
 
-int LogReader::parse_name_table(const uint8_t *at, size_t length, size_t &used)
+int LogReader::parse_name_table(const uint8_t *at, size_t length,
+                                std::map<trace_event_id_t, std::string> &into)
 {
     if (length < 4)
         return EINVAL;
@@ -76,10 +77,9 @@ int LogReader::parse_name_table(const uint8_t *at, size_t length, size_t &used)
         if (id >= POSIX_TRACE_EVENT_ID_LIMIT || !valid_name_length(name_length) ||
             length - offset - 8 < padded4(name_length))
             return EINVAL;
-        names_[id] = std::string(reinterpret_cast<const char *>(at + offset + 8), name_length);
+        into[id] = std::string(reinterpret_cast<const char *>(at + offset + 8), name_length);
         offset += 8 + padded4(name_length);
     }
-    used = offset;
     return 0;
 }
 
@@ -129,8 +129,7 @@ int LogReader::read_header()
                   slot_count_ == 0 || slot_count_ > (file_size_ - data_offset_) / slot_size_)))
         return EINVAL;
     attributes_ = a;
-    size_t used = 0;
-    return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, used);
+    return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, names_);
 }
 
 // A log whose footer and trailer check out was shut down cleanly: its
@@ -166,12 +165,12 @@ void LogReader::read_trailer()
     if (!read_exact(offset, trailer.data(), size) ||
         crc32_of(trailer.data() + 8, size - 8) != load<uint32_t>(trailer.data() + 4))
         return;
-    std::map<trace_event_id_t, std::string> header_names = names_;
-    size_t used = 0;
-    if (parse_name_table(trailer.data() + kTrailerFixedSize, size - kTrailerFixedSize, used) != 0) {
-        names_ = std::move(header_names);
+    std::map<trace_event_id_t, std::string> final_names;
+    if (parse_name_table(trailer.data() + kTrailerFixedSize, size - kTrailerFixedSize,
+                         final_names) != 0)
         return;
-    }
+    final_names.merge(names_); // the trailer's name wins
+    names_ = std::move(final_names);
     const uint8_t *t = trailer.data() + 64;
     int *fields[] = {&status_.posix_stream_status,         &status_.posix_stream_full_status,
                      &status_.posix_stream_overrun_status, &status_.posix_stream_flush_status,
@@ -251,15 +250,14 @@ bool LogReader::load_next_block()
     uint64_t offset = next_block_offset_;
     if (!load_block_at(offset, next_sequence_, !trailer_offset_))
         return false;
-    next_block_offset_ = offset + kBlockHeaderSize + (block_.size() - kBlockHeaderSize);
+    next_block_offset_ = offset + block_.size();
     ++next_sequence_;
     return true;
 }
 
 // Reads and checks one block; false with error_ set when it is damaged, or
 // false alone when it is the incomplete end of a log cut short.
-bool LogReader::load_block_at(uint64_t offset, std::optional<uint64_t> expected_sequence,
-                              bool may_be_torn)
+bool LogReader::load_block_at(uint64_t offset, uint64_t expected_sequence, bool may_be_torn)
 {
     uint64_t end = slot_size_ ? offset + slot_size_ : trailer_offset_.value_or(file_size_);
     uint8_t header[kBlockHeaderSize];
@@ -272,7 +270,7 @@ bool LogReader::load_block_at(uint64_t offset, std::optional<uint64_t> expected_
     uint32_t payload = load<uint32_t>(header + 16);
     bool well_formed = load<uint32_t>(header) == kBlockMagic && payload % 8 == 0 &&
                        payload <= kMaxBlockPayload &&
-                       (!expected_sequence || load<uint64_t>(header + 8) == *expected_sequence);
+                       load<uint64_t>(header + 8) == expected_sequence;
     if (well_formed && end - offset - kBlockHeaderSize < payload) {
         if (!may_be_torn) // a block longer than what is left of the file
             error_ = EINVAL;

@@ -42,19 +42,15 @@ public:
     void rewind_event_types();
 
 private:
-    struct Event {
-        size_t offset; // in block_
-    };
-
     int read_header();
     void read_trailer();
     bool read_exact(uint64_t offset, void *into, size_t length) const;
-    int parse_name_table(const uint8_t *at, size_t length, size_t &used);
+    static int parse_name_table(const uint8_t *at, size_t length,
+                                std::map<trace_event_id_t, std::string> &into);
     void index_loop_slots();
     // Loads the next block into block_; false at the end (error_ set on damage).
     bool load_next_block();
-    bool load_block_at(uint64_t offset, std::optional<uint64_t> expected_sequence,
-                       bool may_be_torn);
+    bool load_block_at(uint64_t offset, uint64_t expected_sequence, bool may_be_torn);
     bool check_records();
     void copy_out(size_t offset, const EventDestination &to) const;
 

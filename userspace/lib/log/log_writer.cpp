@@ -62,6 +62,11 @@ private:
     sigset_t previous_;
 };
 
+size_t name_record_bytes(const std::optional<std::string> &name)
+{
+    return name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+}
+
 size_t round_up(size_t value, size_t multiple)
 {
     return (value + multiple - 1) / multiple * multiple;
@@ -106,8 +111,7 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
     return 0;
 }
 
-// Checks the descriptor against the policy, takes our own duplicate of it,
-// and reserves the space the policy needs up front (ENOSPC now, not later).
+// Checks the descriptor against the policy and takes our own duplicate of it.
 int LogWriter::prepare(int fd, const Attributes &attributes)
 {
     int flags = fcntl(fd, F_GETFL);
@@ -213,11 +217,12 @@ size_t LogWriter::payload_capacity() const
 
 void LogWriter::start_block()
 {
-    current_.assign(kBlockHeaderSize, 0);
-    for (size_t i = kBlockHeaderSize; i < current_.size(); ++i)
-        current_[i] = 0;
+    current_.clear(); // it was moved to the queue
+    current_.reserve(kBlockHeaderSize + payload_capacity());
+    current_.resize(kBlockHeaderSize, 0);
     std::fill(named_in_block_.begin(), named_in_block_.end(), 0);
     records_in_block_ = 0;
+    events_in_block_ = 0;
     first_timestamp_ = last_timestamp_ = 0;
 }
 
@@ -271,11 +276,11 @@ void LogWriter::add_event_record(const pt_record &record, const void *data)
     store<uint64_t>(out + 40, record.prog_address);
     if (length)
         std::memcpy(out + kEventRecordHeader, data, length);
-    if (records_in_block_ == 0 || first_timestamp_ == 0)
+    if (events_in_block_ == 0)
         first_timestamp_ = record.timestamp_ns;
     last_timestamp_ = record.timestamp_ns;
     ++records_in_block_;
-    ++appended_;
+    ++events_in_block_;
 }
 
 void LogWriter::append(const pt_record &record, const void *data, const NameLookup &name_of)
@@ -283,20 +288,21 @@ void LogWriter::append(const pt_record &record, const void *data, const NameLook
     uint32_t id = record.event_id;
     if (id >= POSIX_TRACE_EVENT_ID_LIMIT)
         return;
-    std::optional<std::string> name;
-    if (id >= POSIX_TRACE_USER_EVENT_FIRST && !named_in_block_[id])
-        name = name_of(id); // user and USDT ids are the stream's own: each block names them
-    size_t name_bytes =
-        name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+    // User and USDT ids are the stream's own: each block names those it uses.
+    auto name_if_new = [&]() -> std::optional<std::string> {
+        if (id < POSIX_TRACE_USER_EVENT_FIRST || named_in_block_[id])
+            return std::nullopt;
+        return name_of(id);
+    };
+    std::optional<std::string> name = name_if_new();
     size_t event_bytes =
         padded8(kEventRecordHeader + std::min<size_t>(record.data_len, kMaxEventData));
-    if (current_.size() - kBlockHeaderSize + name_bytes + event_bytes > payload_capacity()) {
+    if (current_.size() - kBlockHeaderSize + name_record_bytes(name) + event_bytes >
+        payload_capacity()) {
         submit();
-        if (id >= POSIX_TRACE_USER_EVENT_FIRST && !name)
-            name = name_of(id);
-        name_bytes = name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+        name = name_if_new();
     }
-    if (!reserve(name_bytes + event_bytes)) {
+    if (!reserve(name_record_bytes(name) + event_bytes)) {
         ++discarded_;
         return;
     }
@@ -320,7 +326,7 @@ uint64_t LogWriter::submit()
     changed_.wait(lock, [&] { return queued_bytes_ < kMaxQueuedBytes || first_error_; });
     uint64_t ticket = next_ticket_++;
     queued_bytes_ += current_.size();
-    queue_.push_back({std::move(current_), next_sequence_++, ticket});
+    queue_.push_back({std::move(current_), next_sequence_++, ticket, events_in_block_});
     lock.unlock();
     changed_.notify_all();
     start_block();
@@ -394,9 +400,6 @@ void LogWriter::write_block(PendingBlock &block)
 {
     std::vector<uint8_t> &bytes = block.bytes;
     store<uint32_t>(bytes.data() + 4, crc32_of(bytes.data() + 8, bytes.size() - 8));
-    uint32_t events = 0;
-    for (size_t at = kBlockHeaderSize; at < bytes.size(); at += load<uint32_t>(bytes.data() + at))
-        events += load<uint16_t>(bytes.data() + at + 4) == kRecordEvent;
     uint64_t offset;
     if (layout_.slot_size) {
         bytes.resize(layout_.slot_size, 0); // clears what the slot held before
@@ -416,7 +419,7 @@ void LogWriter::write_block(PendingBlock &block)
         return;
     }
     end_offset_ = offset + bytes.size();
-    events_written_ += events;
+    events_written_ += block.events;
     if (layout_.slot_size && block.sequence >= layout_.slot_count) {
         full_ = true;
         overrun_ = true;

@@ -77,9 +77,12 @@ private:
         std::vector<uint8_t> bytes;
         uint64_t sequence;
         uint64_t ticket;
+        uint32_t events;
     };
 
     int prepare(int fd, const Attributes &attributes);
+    // The header's bytes; also decides where the first block goes
+    // (layout_.data_offset), which reserve_space() needs.
     std::vector<uint8_t> header_bytes(const Attributes &attributes, pid_t target,
                                       const std::vector<NamedType> &types);
     int reserve_space();
@@ -102,13 +105,13 @@ private:
     // Filled by the stream (append/submit), one block at a time.
     std::vector<uint8_t> current_;
     std::vector<uint8_t> named_in_block_; // one flag per event type id
-    uint32_t records_in_block_ = 0;
+    uint32_t records_in_block_ = 0;       // events and names
+    uint32_t events_in_block_ = 0;
     uint64_t first_timestamp_ = 0;
     uint64_t last_timestamp_ = 0;
     uint64_t next_sequence_ = 0;
     uint64_t reserved_bytes_ = 0; // UNTIL_FULL: bytes the blocks take in the log
     uint64_t discarded_ = 0;
-    uint64_t appended_ = 0;
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;

@@ -44,23 +44,29 @@ void RingMerger::merge(uint64_t watermark_ns, uint64_t pass_start_ns,
 
     batch_.clear();
     system_batch_.clear();
+    bool in_order = true;
+    auto add = [&](Delivery delivery) {
+        in_order =
+            in_order && (batch_.empty() || batch_.back().timestamp_ns <= delivery.timestamp_ns);
+        batch_.push_back(delivery);
+    };
     while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
         std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
         size_t source = heap.back().source;
         heap.pop_back();
         if (source == system_source) {
-            batch_.push_back({system.front().header.timestamp_ns, nullptr, system_batch_.size()});
+            add({system.front().header.timestamp_ns, nullptr, system_batch_.size()});
             system_batch_.push_back(std::move(system.front()));
             system.pop_front();
         } else {
             const pt_record *record = rings_[source].peek();
             floors_ns_[source] = std::max<uint64_t>(floors_ns_[source], record->timestamp_ns);
-            batch_.push_back({record->timestamp_ns, record, 0});
+            add({record->timestamp_ns, record, 0});
             rings_[source].advance();
         }
         push_head(source);
     }
-    deliver_batch(on_record, on_system);
+    deliver_batch(in_order, on_record, on_system);
     for (auto &ring : rings_)
         ring.commit();
 }
@@ -70,13 +76,13 @@ void RingMerger::merge(uint64_t watermark_ns, uint64_t pass_start_ns,
 // first: one ring is then not quite in timestamp order. Both records are in
 // the same pass (the nested one is committed first), so sorting the pass
 // restores the order. The records stay valid until the rings are committed.
-void RingMerger::deliver_batch(const RingSink &on_record, const SystemSink &on_system)
+void RingMerger::deliver_batch(bool in_order, const RingSink &on_record,
+                               const SystemSink &on_system)
 {
-    auto earlier = [](const Delivery &a, const Delivery &b) {
-        return a.timestamp_ns < b.timestamp_ns;
-    };
-    if (!std::is_sorted(batch_.begin(), batch_.end(), earlier))
-        std::stable_sort(batch_.begin(), batch_.end(), earlier);
+    if (!in_order)
+        std::stable_sort(batch_.begin(), batch_.end(), [](const Delivery &a, const Delivery &b) {
+            return a.timestamp_ns < b.timestamp_ns;
+        });
     for (const Delivery &delivery : batch_) {
         if (delivery.record)
             on_record(*delivery.record);

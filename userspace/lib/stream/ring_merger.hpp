@@ -44,7 +44,7 @@ private:
         const pt_record *record; // in a ring; nullptr for a system event
         size_t system_index;
     };
-    void deliver_batch(const RingSink &on_record, const SystemSink &on_system);
+    void deliver_batch(bool in_order, const RingSink &on_record, const SystemSink &on_system);
 
     std::vector<RingReader> rings_;
     std::vector<uint64_t> floors_ns_;

@@ -321,8 +321,10 @@ int Stream::shutdown()
         if (shut_down_)
             return 0;
         if (log_ && drain_.joinable()) { // as posix_trace_stop, then a last flush
-            stop_locked(lock);
-            flush_locked(lock, monotonic_now());
+            bool was_running = running_;
+            stop_locked(lock); // drains the rings when it stops a running stream
+            if (!was_running)
+                flush_locked(lock, monotonic_now());
             move_to_log_locked();
             final_state = final_state_locked();
         }
@@ -373,20 +375,10 @@ int Stream::flush()
 void Stream::move_to_log_locked()
 {
     auto name_of = [this](uint32_t id) { return event_name_locked(id); };
-    if (head_loss_.any()) {
-        posix_trace_overflow_data info{head_loss_.in_kernel + head_loss_.in_stream,
-                                       head_loss_.in_kernel, head_loss_.in_stream};
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
-            log_->append(system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof info),
-                         &info, name_of);
-        head_loss_ = {};
-    }
-    if (resume_due_) {
-        resume_due_ = false;
-        uint64_t at = buffer_->empty() ? clock_nanos(CLOCK_REALTIME) : buffer_->front().timestamp_ns;
-        if (!filtered_locked(POSIX_TRACE_RESUME))
-            log_->append(system_record(POSIX_TRACE_RESUME, at, 0), nullptr, name_of);
-    }
+    pt_record report;
+    posix_trace_overflow_data loss;
+    while (take_loss_report_locked(report, loss))
+        log_->append(report, &loss, name_of);
     while (!buffer_->empty()) {
         const pt_record &record = buffer_->front();
         log_->append(record, record.data, name_of);
@@ -421,9 +413,7 @@ log::FinalState Stream::final_state_locked()
     state.status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     state.status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
-    state.status.posix_stream_flush_error = log_->first_error();
-    state.status.posix_log_overrun_status = log_->take_overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
-    state.status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
     state.recorded = counters_.recorded;
     state.lost_in_kernel = counters_.lost_in_kernel;
     state.lost_in_stream = counters_.lost_in_stream;
@@ -785,25 +775,36 @@ void Stream::copy_out(const pt_record &record, const void *data, const EventDest
     *to.data_len = to.data ? length : 0;
 }
 
-int Stream::read_locked(const EventDestination &to)
+// POSIX_TRACE_LOOP's report of what it overwrote, due before the oldest
+// event left: the overflow event, then the resume event (each unless
+// filtered). False when none is due.
+bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss)
 {
     if (head_loss_.any()) {
-        posix_trace_overflow_data info{head_loss_.in_kernel + head_loss_.in_stream,
-                                       head_loss_.in_kernel, head_loss_.in_stream};
-        pt_record record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof info);
+        loss = {head_loss_.in_kernel + head_loss_.in_stream, head_loss_.in_kernel,
+                head_loss_.in_stream};
+        record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof loss);
         head_loss_ = {};
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
-            copy_out(record, &info, to);
-            return 0;
-        }
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+            return true;
     }
     if (resume_due_) {
         resume_due_ = false;
         uint64_t at = buffer_->empty() ? clock_nanos(CLOCK_REALTIME) : buffer_->front().timestamp_ns;
-        if (!filtered_locked(POSIX_TRACE_RESUME)) {
-            copy_out(system_record(POSIX_TRACE_RESUME, at, 0), nullptr, to);
-            return 0;
-        }
+        record = system_record(POSIX_TRACE_RESUME, at, 0);
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            return true;
+    }
+    return false;
+}
+
+int Stream::read_locked(const EventDestination &to)
+{
+    pt_record report;
+    posix_trace_overflow_data loss;
+    if (take_loss_report_locked(report, loss)) {
+        copy_out(report, &loss, to); // a resume event's data_len is 0
+        return 0;
     }
     if (buffer_->empty())
         return EAGAIN;

@@ -127,6 +127,7 @@ private:
     void resume_running_locked();
     bool available_locked() const;
     void update_readable_locked();
+    bool take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss);
     int read_locked(const EventDestination &to);
     void copy_out(const pt_record &record, const void *data, const EventDestination &to) const;
     bool filtered_locked(trace_event_id_t id) const;
