@@ -12,52 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
+
+using namespace cli_support;
+
 namespace {
-
-// The CLI built next to this test binary (build/tests -> build/bin).
-std::string cli_path()
-{
-    char self[4096] = {};
-    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-    std::string path(self);
-    return path.substr(0, path.rfind('/')) + "/../bin/posixtrace";
-}
-
-struct Run {
-    int status = -1;
-    std::string out;
-    std::string err;
-    std::vector<std::string> lines() const
-    {
-        std::vector<std::string> all;
-        std::istringstream stream(out);
-        for (std::string line; std::getline(stream, line);)
-            all.push_back(line);
-        return all;
-    }
-};
-
-Run run_cli(const std::string &arguments)
-{
-    char err_path[] = "/tmp/posixtrace-cli-XXXXXX";
-    int fd = mkstemp(err_path);
-    REQUIRE(fd >= 0);
-    close(fd);
-    std::string command = cli_path() + " " + arguments + " 2>" + err_path;
-    FILE *pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    Run run;
-    char buffer[65536];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        run.out.append(buffer, n);
-    int status = pclose(pipe);
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_path);
-    run.err.assign(std::istreambuf_iterator<char>(err), {});
-    unlink(err_path);
-    return run;
-}
 
 size_t count_containing(const std::vector<std::string> &lines, const std::string &text)
 {

@@ -6,6 +6,7 @@
 // Two levels: the export writers fed with synthetic events (every event
 // class, exact timestamps, names that need escaping), and the CLI run on
 // logs the library wrote for this process.
+#include "cli_support.hpp"
 #include "test_support.hpp"
 
 #include <fcntl.h>
@@ -42,6 +43,8 @@ using posixtrace::cli::EventWriter;
 using posixtrace::cli::LogDescription;
 using posixtrace::cli::LoggedEvent;
 
+using namespace cli_support;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -49,56 +52,6 @@ namespace fs = std::filesystem;
 const char *const kPython = "/usr/bin/python3.11";
 
 // ---- running programs -------------------------------------------------------
-
-struct Run {
-    int status = -1;
-    std::string out;
-    std::string err;
-    std::vector<std::string> lines() const
-    {
-        std::vector<std::string> all;
-        std::istringstream stream(out);
-        for (std::string line; std::getline(stream, line);)
-            all.push_back(line);
-        return all;
-    }
-    size_t err_lines() const { return size_t(std::count(err.begin(), err.end(), '\n')); }
-};
-
-Run run_shell(const std::string &command)
-{
-    char err_path[] = "/tmp/posixtrace-export-err-XXXXXX";
-    int fd = mkstemp(err_path);
-    REQUIRE(fd >= 0);
-    close(fd);
-    FILE *pipe = popen((command + " 2>" + err_path).c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    Run run;
-    char buffer[65536];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        run.out.append(buffer, n);
-    int status = pclose(pipe);
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_path);
-    run.err.assign(std::istreambuf_iterator<char>(err), {});
-    unlink(err_path);
-    return run;
-}
-
-// The CLI built next to this test binary (build/tests -> build/bin).
-std::string cli_path()
-{
-    char self[4096] = {};
-    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-    std::string path(self);
-    return path.substr(0, path.rfind('/')) + "/../bin/posixtrace";
-}
-
-Run run_cli(const std::string &arguments)
-{
-    return run_shell(cli_path() + " " + arguments);
-}
 
 // A fresh directory, removed with everything in it at the end of the test.
 class TempDir {

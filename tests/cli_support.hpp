@@ -1,0 +1,70 @@
+// Running the posixtrace CLI (and other commands) from the tests, as a user
+// would: the output, the error output and the exit status.
+#pragma once
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace cli_support {
+
+struct Run {
+    int status = -1;
+    std::string out;
+    std::string err;
+    std::vector<std::string> lines() const
+    {
+        std::vector<std::string> all;
+        std::istringstream stream(out);
+        for (std::string line; std::getline(stream, line);)
+            all.push_back(line);
+        return all;
+    }
+    size_t err_lines() const { return size_t(std::count(err.begin(), err.end(), '\n')); }
+};
+
+// Runs a shell command line; standard error is collected apart.
+inline Run run_shell(const std::string &command)
+{
+    char err_path[] = "/tmp/posixtrace-cli-err-XXXXXX";
+    int fd = mkstemp(err_path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    FILE *pipe = popen((command + " 2>" + err_path).c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    Run run;
+    char buffer[65536];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
+        run.out.append(buffer, n);
+    int status = pclose(pipe);
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream err(err_path);
+    run.err.assign(std::istreambuf_iterator<char>(err), {});
+    unlink(err_path);
+    return run;
+}
+
+// The CLI built next to this test binary (build/tests -> build/bin).
+inline std::string cli_path()
+{
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    std::string path(self);
+    return path.substr(0, path.rfind('/')) + "/../bin/posixtrace";
+}
+
+inline Run run_cli(const std::string &arguments)
+{
+    return run_shell(cli_path() + " " + arguments);
+}
+
+} // namespace cli_support
