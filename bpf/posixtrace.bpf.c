@@ -30,8 +30,10 @@ struct {
     __type(value, __u32); /* unused */
 } traced_processes SEC(".maps");
 
+/* One entry per CPU (max_entries set at load), mmapped by userspace. */
 struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
     __uint(max_entries, 1);
     __type(key, __u32);
     __type(value, struct pt_cpu_state);
@@ -161,50 +163,68 @@ static __always_inline __u64 wakeup_flag(void *ring, struct pt_cpu_state *state,
                                                                           : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void count_lost(struct pt_cpu_state *state)
+/* This CPU's ring and counters. */
+struct cpu_slot {
+    void *ring;
+    struct pt_cpu_state *state;
+    __u32 cpu;
+};
+
+static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
 {
-    __sync_fetch_and_add(&state->lost_total, 1);
-    __sync_fetch_and_add(&state->lost_unreported, 1);
+    slot->cpu = bpf_get_smp_processor_id();
+    slot->state = bpf_map_lookup_elem(&cpu_states, &slot->cpu);
+    slot->ring = bpf_map_lookup_elem(&rings, &slot->cpu);
+    return slot->state && slot->ring;
 }
 
-/* Losses are reported in-band: the next record that gets through carries
- * the count, so the reader learns where in the stream they happened. */
-static __always_inline __u32 take_unreported(struct pt_cpu_state *state)
+/* Reserves a record of `size` bytes (a constant at every call site), then
+ * stamps it. The stamp is taken after the reservation: a record reserved
+ * after the reader looked at the ring's producer position is stamped after
+ * that look, which is what the merge's bound relies on. The state is read
+ * again after the stamp: a record stamped after posix_trace_stop() took
+ * effect is discarded, so every recorded event precedes the stop event.
+ * NULL: no room (counted as lost), or the stream stopped meanwhile. */
+static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u64 size)
 {
-    __u64 pending = state->lost_unreported;
+    struct pt_record *record = bpf_ringbuf_reserve(slot->ring, size, 0);
+    __u32 state_now;
 
-    if (pending)
-        __sync_fetch_and_add(&state->lost_unreported, -pending);
-    return pending;
+    if (!record) {
+        __sync_fetch_and_add(&slot->state->lost, 1);
+        return NULL;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    state_now = stream_state;
+    if (state_now != PT_STREAM_RUNNING) {
+        if (state_now == PT_STREAM_FULL)
+            __sync_fetch_and_add(&slot->state->refused_full, 1);
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        return NULL;
+    }
+    return record;
 }
 
 struct user_event_args {
     struct pt_regs *ctx;
-    void *ring;
-    struct pt_cpu_state *state;
+    struct cpu_slot slot;
     __u64 pid_tgid;
     __u64 copy_len;
     __u32 event_id;
-    __u32 cpu;
     __u16 flags;
 };
 
 /* Writes the record straight into the ring (no staging copy a preempting
- * program could overwrite). The timestamp is taken once the record is
- * reserved: a record still being written is visible to the reader as busy
- * and holds back the merge, so a stall here cannot reorder events. */
+ * program could overwrite). */
 static __always_inline void record_user_event(struct user_event_args *a, const __u64 room)
 {
-    __u64 wakeup = wakeup_flag(a->ring, a->state, room);
-    struct pt_record *record = bpf_ringbuf_reserve(a->ring, PT_RECORD_HEADER_SIZE + room, 0);
+    __u64 wakeup = wakeup_flag(a->slot.ring, a->slot.state, room);
+    struct pt_record *record = begin_record(&a->slot, PT_RECORD_HEADER_SIZE + room);
     __u64 copy_len = a->copy_len;
     __u16 flags = a->flags;
 
-    if (!record) {
-        count_lost(a->state);
+    if (!record)
         return;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     if (room) {
         asm volatile("" : "+r"(copy_len)); /* keep the bound on this register */
         if (copy_len > room)
@@ -223,9 +243,9 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
     record->tid = (__u32)a->pid_tgid;
     record->event_id = a->event_id;
     record->data_len = copy_len;
-    record->lost_before = take_unreported(a->state);
+    record->reserved = 0;
     record->flags = flags;
-    record->cpu = a->cpu;
+    record->cpu = a->slot.cpu;
     bpf_ringbuf_submit(record, wakeup);
 }
 
@@ -236,7 +256,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
 SEC("usdt")
 int user_event(struct pt_regs *ctx)
 {
-    __u32 state_now = stream_state, zero = 0;
+    __u32 state_now = stream_state;
     struct user_event_args a = {.ctx = ctx};
     __u64 data_len;
 
@@ -246,19 +266,16 @@ int user_event(struct pt_regs *ctx)
     if (!process_traced(a.pid_tgid >> 32))
         return 0;
     a.event_id = user_event_arg(ctx, 0);
-    if (event_filtered(a.event_id))
+    /* user event ids only: a system event id would forge the stream's own */
+    if (a.event_id < PT_EVENT_USER_FIRST || a.event_id >= PT_EVENT_USDT_FIRST ||
+        event_filtered(a.event_id))
         return 0;
-    a.state = bpf_map_lookup_elem(&cpu_states, &zero);
-    if (!a.state)
+    if (!this_cpu_slot(&a.slot))
         return 0;
     if (state_now == PT_STREAM_FULL) {
-        __sync_fetch_and_add(&a.state->refused_full, 1);
+        __sync_fetch_and_add(&a.slot.state->refused_full, 1);
         return 0;
     }
-    a.cpu = bpf_get_smp_processor_id();
-    a.ring = bpf_map_lookup_elem(&rings, &a.cpu);
-    if (!a.ring)
-        return 0;
 
     a.copy_len = data_len = user_event_arg(ctx, 2);
     if (data_len > max_data_size) {
@@ -296,11 +313,10 @@ static __always_inline __u8 usdt_string_argument(__u32 event_id)
 SEC("usdt")
 int usdt_event(struct pt_regs *ctx)
 {
-    __u32 state_now = stream_state, zero = 0, event_id, cpu;
-    struct pt_cpu_state *state;
+    __u32 state_now = stream_state, event_id;
+    struct cpu_slot slot;
     struct pt_record *record;
     __u64 pid_tgid, wakeup, data_len;
-    void *ring;
     int count;
     __u8 string_arg;
 
@@ -312,26 +328,17 @@ int usdt_event(struct pt_regs *ctx)
     event_id = (__u32)bpf_usdt_cookie(ctx);
     if (event_filtered(event_id))
         return 0;
-    state = bpf_map_lookup_elem(&cpu_states, &zero);
-    if (!state)
+    if (!this_cpu_slot(&slot))
         return 0;
     if (state_now == PT_STREAM_FULL) {
-        __sync_fetch_and_add(&state->refused_full, 1);
+        __sync_fetch_and_add(&slot.state->refused_full, 1);
         return 0;
     }
-    cpu = bpf_get_smp_processor_id();
-    ring = bpf_map_lookup_elem(&rings, &cpu);
-    if (!ring)
-        return 0;
 
-    wakeup = wakeup_flag(ring, state, 0);
-    record = bpf_ringbuf_reserve(
-        ring, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8, 0);
-    if (!record) {
-        count_lost(state);
+    wakeup = wakeup_flag(slot.ring, slot.state, 0);
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8);
+    if (!record)
         return 0;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     count = bpf_usdt_arg_cnt(ctx);
     if (count < 0)
         count = 0;
@@ -372,9 +379,9 @@ int usdt_event(struct pt_regs *ctx)
     record->tid = (__u32)pid_tgid;
     record->event_id = event_id;
     record->data_len = data_len;
-    record->lost_before = take_unreported(state);
+    record->reserved = 0;
     record->flags = 0;
-    record->cpu = cpu;
+    record->cpu = slot.cpu;
     bpf_ringbuf_submit(record, wakeup);
     return 0;
 }
@@ -418,22 +425,32 @@ struct {
  * and only if the thread has reporting enabled and the type is in its mask
  * or in the global mask; the thread's message buffer then keeps it. With no
  * agent, every thread reports (the stream's filter alone decides). */
-static __always_inline bool td_reported(__u32 tgid, __u32 tid, __u32 type, __u64 value)
+static __always_inline bool td_wanted(__u32 tgid, __u32 tid, __u32 type, bool *has_agent)
 {
     struct pt_td_process *process = bpf_map_lookup_elem(&td_processes, &tgid);
     struct pt_td_thread *thread;
-    struct pt_td_message message = {};
     __u32 bit = 1u << ((type - 1) & 31);
 
+    *has_agent = process != NULL;
     if (!process)
         return true;
     thread = bpf_map_lookup_elem(&td_threads, &tid);
-    if (!thread || !thread->enabled || !((thread->mask | process->global_mask) & bit))
+    return thread && thread->enabled && ((thread->mask | process->global_mask) & bit);
+}
+
+static __always_inline bool td_reported(__u32 tgid, __u32 tid, __u32 type, __u64 value)
+{
+    struct pt_td_message message = {};
+    bool has_agent;
+
+    if (!td_wanted(tgid, tid, type, &has_agent))
         return false;
-    message.tgid = tgid;
-    message.event = type;
-    message.data = value;
-    bpf_map_update_elem(&td_messages, &tid, &message, BPF_ANY);
+    if (has_agent) {
+        message.tgid = tgid;
+        message.event = type;
+        message.data = value;
+        bpf_map_update_elem(&td_messages, &tid, &message, BPF_ANY);
+    }
     return true;
 }
 
@@ -457,39 +474,30 @@ static __always_inline __u64 task_pthread_id(struct task_struct *task)
 static __always_inline void td_emit_body(struct task_struct *task, __u32 type, __u64 value,
                                          __u64 value2, const bool with_user_regs)
 {
-    __u32 zero = 0, cpu, event_id = PT_TD_EVENT_ID_FIRST + type - 1, state_now = stream_state;
+    __u32 event_id = PT_TD_EVENT_ID_FIRST + type - 1, state_now = stream_state;
     __u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
-    struct pt_cpu_state *state;
+    struct cpu_slot slot;
     struct pt_record *record;
     struct pt_td_data *data;
     struct pt_regs *user_regs;
     __u64 wakeup;
-    void *ring;
 
     if (state_now == PT_STREAM_SUSPENDED || !td_reported(tgid, tid, type, value) ||
         event_filtered(event_id))
         return;
-    state = bpf_map_lookup_elem(&cpu_states, &zero);
-    if (!state)
+    if (!this_cpu_slot(&slot))
         return;
     if (state_now == PT_STREAM_FULL) {
-        __sync_fetch_and_add(&state->refused_full, 1);
+        __sync_fetch_and_add(&slot.state->refused_full, 1);
         return;
     }
-    cpu = bpf_get_smp_processor_id();
-    ring = bpf_map_lookup_elem(&rings, &cpu);
-    if (!ring)
+    wakeup = wakeup_flag(slot.ring, slot.state, 0);
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data));
+    if (!record)
         return;
-    wakeup = wakeup_flag(ring, state, 0);
-    record = bpf_ringbuf_reserve(ring, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data), 0);
-    if (!record) {
-        count_lost(state);
-        return;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     data = (struct pt_td_data *)record->data;
     data->tid = tid;
-    data->cpu = cpu;
+    data->cpu = slot.cpu;
     data->pthread_id = task_pthread_id(task);
     data->value = value;
     data->value2 = value2;
@@ -501,9 +509,9 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
     record->tid = tid;
     record->event_id = event_id;
     record->data_len = sizeof(struct pt_td_data);
-    record->lost_before = take_unreported(state);
+    record->reserved = 0;
     record->flags = 0;
-    record->cpu = cpu;
+    record->cpu = slot.cpu;
     bpf_ringbuf_submit(record, wakeup);
 }
 
@@ -541,12 +549,99 @@ static __always_inline struct task_struct *current_task(const bool trusted)
  * (BTF-typed arguments, plain loads) and SEC("raw_tp/...") for kernels whose
  * BTF lacks that tracepoint's type. Userspace loads one of the two.
  */
+/* Reports, in the ring, that `lost` thread events of thread `tid` could not
+ * be recorded because the kernel switched without firing sched_switch: an
+ * overflow record about that thread, placed before its next event (the
+ * reader adds the resume event). Counted in the CPU's state instead when it
+ * cannot be written. */
+static __always_inline void report_unreported(struct pt_cpu_state *cpu_state, __u32 tgid, __u32 tid,
+                                              __u64 pthread_id, __u64 lost)
+{
+    __u32 state_now = stream_state;
+    struct cpu_slot slot;
+    struct pt_record *record;
+    __u64 *data;
+
+    if (!lost || state_now == PT_STREAM_SUSPENDED)
+        return;
+    if (state_now == PT_STREAM_FULL) {
+        __sync_fetch_and_add(&cpu_state->refused_full, lost);
+        return;
+    }
+    record = NULL;
+    if (!event_filtered(PT_EVENT_OVERFLOW) && this_cpu_slot(&slot))
+        record = bpf_ringbuf_reserve(slot.ring, PT_RECORD_HEADER_SIZE + 24, 0);
+    if (!record) {
+        __sync_fetch_and_add(&cpu_state->unreported_switches, lost);
+        return;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    if (stream_state != PT_STREAM_RUNNING) { /* stopped meanwhile: as if before */
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        return;
+    }
+    data = (__u64 *)record->data;
+    data[0] = lost; /* struct posix_trace_overflow_data: lost, in kernel, in stream */
+    data[1] = lost;
+    data[2] = 0;
+    record->thread_id = pthread_id;
+    record->prog_address = 0;
+    record->pid = tgid;
+    record->tid = tid;
+    record->event_id = PT_EVENT_OVERFLOW;
+    record->data_len = 24;
+    record->reserved = 0;
+    record->flags = 0;
+    record->cpu = slot.cpu;
+    bpf_ringbuf_submit(record, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline __u64 td_recordable(__u32 tgid, __u32 tid, __u32 type)
+{
+    bool has_agent;
+
+    return td_wanted(tgid, tid, type, &has_agent) && !event_filtered(PT_TD_EVENT_ID_FIRST + type - 1);
+}
+
+/* Each CPU's switches form a chain: a switch's `prev` is the previous
+ * switch's `next`. Where it is not, the kernel switched without firing
+ * sched_switch (this happens on some kernels; ftrace shows the same holes):
+ * `prev` was switched in, and the task last switched to was switched out,
+ * unseen. The events the stream would have recorded there are reported as
+ * lost, before the thread's next event, not silently missing. */
+static __always_inline void check_switch_chain(struct task_struct *prev, struct task_struct *next,
+                                               const bool trusted)
+{
+    __u32 cpu = bpf_get_smp_processor_id(), prev_tid = TASK_FIELD(prev, pid, trusted);
+    struct pt_cpu_state *cpu_state = bpf_map_lookup_elem(&cpu_states, &cpu);
+
+    if (!cpu_state)
+        return;
+    if (cpu_state->switch_seen && cpu_state->last_next_tid != prev_tid) {
+        __u32 hidden_tgid = cpu_state->last_next_tgid, hidden_tid = cpu_state->last_next_tid;
+        __u32 prev_tgid = TASK_FIELD(prev, tgid, trusted);
+
+        if (hidden_tid != 0 && process_traced(hidden_tgid))
+            report_unreported(cpu_state, hidden_tgid, hidden_tid, 0,
+                              td_recordable(hidden_tgid, hidden_tid, PT_TD_SWITCHFROM) +
+                                  (td_recordable(hidden_tgid, hidden_tid, PT_TD_SLEEP) ||
+                                   td_recordable(hidden_tgid, hidden_tid, PT_TD_PREEMPT)));
+        if (thread_traced(prev, trusted))
+            report_unreported(cpu_state, prev_tgid, prev_tid, task_pthread_id(prev),
+                              td_recordable(prev_tgid, prev_tid, PT_TD_SWITCHTO));
+    }
+    cpu_state->last_next_tid = TASK_FIELD(next, pid, trusted);
+    cpu_state->last_next_tgid = TASK_FIELD(next, tgid, trusted);
+    cpu_state->switch_seen = 1;
+}
+
 static __always_inline int on_sched_switch(bool preempt, struct task_struct *prev,
                                            struct task_struct *next, unsigned int prev_state,
                                            const bool trusted)
 {
     __u32 next_tid;
 
+    check_switch_chain(prev, next, trusted);
     if (stream_state == PT_STREAM_SUSPENDED)
         return 0;
     next_tid = TASK_FIELD(next, pid, trusted);
@@ -723,30 +818,46 @@ int td_futex_exit(struct trace_event_raw_sys_exit *ctx)
 #define PT_PRIMARY_ENDED 0xffffffffu
 
 struct lifecycle {
-    void *ring;
-    struct pt_cpu_state *state;
-    __u32 cpu;
+    struct cpu_slot slot;
+    __u32 event_id;
     __u16 flags;
 };
 
 static __always_inline bool lifecycle_begin(struct lifecycle *l, __u32 event_id, bool notice_only)
 {
-    __u32 zero = 0, state_now = stream_state;
+    __u32 state_now = stream_state;
 
-    l->state = bpf_map_lookup_elem(&cpu_states, &zero);
-    if (!l->state)
+    if (!this_cpu_slot(&l->slot))
         return false;
-    l->cpu = bpf_get_smp_processor_id();
-    l->ring = bpf_map_lookup_elem(&rings, &l->cpu);
-    if (!l->ring)
-        return false;
+    l->event_id = event_id;
     l->flags = 0;
     if (notice_only || state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
         l->flags = PT_RECORD_NOTICE_ONLY;
         if (!notice_only && state_now == PT_STREAM_FULL && !event_filtered(event_id))
-            __sync_fetch_and_add(&l->state->refused_full, 1);
+            __sync_fetch_and_add(&l->slot.state->refused_full, 1);
     }
     return true;
+}
+
+/* As begin_record, but the stream needs these records whatever the user
+ * records: one the stream stopped recording meanwhile becomes a notice. */
+static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, __u64 size)
+{
+    struct pt_record *record = bpf_ringbuf_reserve(l->slot.ring, size, 0);
+    __u32 state_now;
+
+    if (!record) {
+        __sync_fetch_and_add(&l->slot.state->lost, 1);
+        return NULL;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    state_now = stream_state;
+    if (!l->flags && state_now != PT_STREAM_RUNNING) {
+        l->flags = PT_RECORD_NOTICE_ONLY;
+        if (state_now == PT_STREAM_FULL)
+            __sync_fetch_and_add(&l->slot.state->refused_full, 1);
+    }
+    return record;
 }
 
 static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_record *record,
@@ -761,9 +872,9 @@ static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_reco
     record->tid = (__u32)bpf_get_current_pid_tgid();
     record->event_id = event_id;
     record->data_len = data_len;
-    record->lost_before = l->flags ? 0 : take_unreported(l->state);
+    record->reserved = 0;
     record->flags = l->flags;
-    record->cpu = l->cpu;
+    record->cpu = l->slot.cpu;
     bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -790,12 +901,9 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
     }
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
         return 0;
-    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 16, 0);
-    if (!record) {
-        count_lost(l.state);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 16);
+    if (!record)
         return 0;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     __builtin_memcpy(record->data, &parent_tgid, 4);
     __builtin_memcpy(record->data + 4, &child_tgid, 4);
     __builtin_memcpy(record->data + 8, &inherited, 4);
@@ -829,12 +937,9 @@ static __always_inline int on_process_exec(struct task_struct *task, pid_t forme
         return 0;
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXEC, false))
         return 0;
-    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX, 0);
-    if (!record) {
-        count_lost(l.state);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX);
+    if (!record)
         return 0;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     __builtin_memcpy(record->data, &tgid, 4);
     __builtin_memcpy(record->data + 4, &former_tid, 4);
     copied = bpf_probe_read_kernel_str(record->data + 8, PT_EXEC_PATH_MAX, path);
@@ -883,12 +988,9 @@ static __always_inline int on_process_exit(struct task_struct *task, const bool 
         bpf_map_delete_elem(&traced_processes, &tgid);
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXIT, false))
         return 0;
-    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE + 8, 0);
-    if (!record) {
-        count_lost(l.state);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8);
+    if (!record)
         return 0;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     __builtin_memcpy(record->data, &tgid, 4);
     __builtin_memcpy(record->data + 4, &status, 4);
     lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, 8);
@@ -913,12 +1015,9 @@ int link_map_changed(struct pt_regs *ctx)
 
     if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
         return 0;
-    record = bpf_ringbuf_reserve(l.ring, PT_RECORD_HEADER_SIZE, 0);
-    if (!record) {
-        count_lost(l.state);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);
+    if (!record)
         return 0;
-    }
-    record->timestamp_ns = bpf_ktime_get_ns();
     lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, 0);
     return 0;
 }

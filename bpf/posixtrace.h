@@ -48,6 +48,14 @@ enum pt_record_flags {
     PT_RECORD_NOTICE_ONLY = 1 << 2,
 };
 
+/* posix_trace_overflow: the kernel writes it when it learns that thread
+ * events of a thread could not be recorded (data: posix_trace_overflow_data). */
+#define PT_EVENT_OVERFLOW 3
+/* The id range posix_trace_event() records: the unnamed user event and the
+ * user events; USDT event ids start where it ends. */
+#define PT_EVENT_USER_FIRST 31
+#define PT_EVENT_USDT_FIRST 2048
+
 /* Event ids of the process lifecycle events the kernel side writes; the
  * public names and data are in <posix_trace/events.h>. */
 #define PT_EVENT_PROCESS_FORK 8
@@ -70,7 +78,7 @@ struct pt_record {
     __u32 tid;
     __u32 event_id;
     __u32 data_len;
-    __u32 lost_before; /* events of this stream lost on this CPU just before */
+    __u32 reserved;    /* 0 */
     __u16 flags;       /* enum pt_record_flags */
     __u16 cpu;
     __u8 data[];
@@ -78,14 +86,25 @@ struct pt_record {
 
 #define PT_RECORD_HEADER_SIZE 48u
 
-/* Per-CPU loss accounting of the BPF side. Programs on one CPU can preempt
- * each other (uprobe programs run with migration, not preemption, disabled),
- * so every update is atomic. */
+/* Per-CPU state of the BPF side, one entry per CPU in an mmapped array that
+ * userspace reads every drain pass: what a CPU could not record is counted
+ * here, and the drain reports it at its place in time (docs/architecture.md,
+ * "Losses"). Programs on one CPU can interrupt each other (and uprobe
+ * programs can be preempted on kernels with full preemption), so counters are
+ * updated atomically. One cache line per CPU. */
 struct pt_cpu_state {
-    __u64 lost_total;      /* records that found no room in this CPU's ring */
-    __u64 lost_unreported; /* of those, not yet reported by a later record */
-    __u64 refused_full;    /* events refused while POSIX_TRACE_UNTIL_FULL had stopped */
-    __u64 records;         /* records written, for pacing the fill check (not exact) */
+    __u64 lost;                /* records that found no room in this CPU's ring */
+    __u64 refused_full;        /* events refused while POSIX_TRACE_UNTIL_FULL had stopped */
+    __u64 unreported_switches; /* thread events of context switches the kernel did not report */
+    __u64 records;             /* records written, for pacing the fill check (not exact) */
+    /* The task this CPU last switched to, as the switch program saw it: the
+     * next switch's `prev` must be that task, or the kernel switched without
+     * firing sched_switch (seen on some kernels, with ftrace too). */
+    __u32 last_next_tid;
+    __u32 last_next_tgid;
+    __u32 switch_seen; /* last_next_* are valid */
+    __u32 unused;
+    __u64 pad[2];
 };
 
 /* Thread events, numbered as td_event_e in <posix_trace/thread_db.h>; the

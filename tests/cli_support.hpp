@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,6 +31,19 @@ struct Run {
     }
     size_t err_lines() const { return size_t(std::count(err.begin(), err.end(), '\n')); }
 };
+
+// A summary line's losses ("N lost", "N lost (K switches not reported by the
+// kernel)") are all context switches the kernel made without reporting them
+// (this happens on some kernels, and no tracer can record those): the tracer
+// itself lost nothing.
+inline bool lost_only_unreported_switches(const std::string &summary)
+{
+    static const std::regex lost(R"((\d+) lost( \((\d+) switches not reported by the kernel\))?)");
+    std::smatch match;
+    if (!std::regex_search(summary, match, lost))
+        return false;
+    return match[1] == "0" || (match[3].matched && match[3] == match[1]);
+}
 
 // Runs a shell command line; standard error is collected apart.
 inline Run run_shell(const std::string &command)

@@ -97,6 +97,27 @@ struct posix_trace_counters {
 };
 int posix_trace_get_counters(trace_id_t trid, struct posix_trace_counters *counters);
 
+/* Where those losses come from. The first three add up to lost_in_kernel,
+ * the last three to lost_in_stream. Returns EINVAL for a bad trid or a NULL
+ * pointer. */
+struct posix_trace_loss_counters {
+    uint64_t ring_full;           /* a per-CPU BPF ring had no room */
+    uint64_t switches_unreported; /* thread events of context switches the kernel made
+                                     without firing sched_switch (some kernels do); each
+                                     is reported by an overflow event about that thread */
+    uint64_t runs_skipped;        /* program runs the kernel skipped (a program already
+                                     running on that CPU: bpf_prog_info.recursion_misses);
+                                     each counts as one event, though it may have recorded
+                                     none: an over-count, never an under-count */
+    uint64_t overwritten;         /* POSIX_TRACE_LOOP made room for newer events */
+    uint64_t refused;             /* POSIX_TRACE_UNTIL_FULL was full, or the event was
+                                     larger than the whole stream */
+    uint64_t late;                /* came after younger events had been delivered: only a
+                                     writer stalled for more than 100 ms between reserving
+                                     and committing its record can cause it */
+};
+int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 // posixtrace record: traces a running process or a command it starts, and
 // prints its events live. Built on the public API only.
 #include "record_command.hpp"
+#include "loss_summary.hpp"
 
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
@@ -250,15 +251,14 @@ int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
     posix_trace_stop(trid);
     posix_trace_counters counters{};
     posix_trace_get_counters(trid, &counters);
+    std::string lost = describe_losses(counters.lost_in_kernel + counters.lost_in_stream, trid);
     int err = posix_trace_shutdown(trid); // flushes the rest, writes the trailer
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (err)
         fail("the trace log " + options.output + " is incomplete: " + std::strerror(err));
-    std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s, trace log %s\n",
-                 (unsigned long)counters.recorded,
-                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream), seconds,
-                 options.output.c_str());
+    std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s, trace log %s\n",
+                 (unsigned long)counters.recorded, lost.c_str(), seconds, options.output.c_str());
     if (!ended)
         target.collect_status(exit_status);
     return exit_status;
@@ -314,12 +314,13 @@ int run(const RecordOptions &options)
     posix_trace_stop(trid);
     while (print_next(trid, options.json, with_string, names, totals)) {
     }
+    std::string lost = describe_losses(totals.lost, trid);
     posix_trace_shutdown(trid);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::fflush(stdout);
-    std::fprintf(stderr, "posixtrace: %lu events, %lu lost, %.2f s\n", (unsigned long)totals.events,
-                 (unsigned long)totals.lost, seconds);
+    std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s\n", (unsigned long)totals.events,
+                 lost.c_str(), seconds);
     if (!ended) // stopped by Ctrl-C or --duration: the command goes on
         target.collect_status(exit_status);
     return exit_status;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../loss_summary.hpp"
 #include "../target.hpp"
 #include "thread_screen.hpp"
 #include "thread_table.hpp"
@@ -131,19 +132,19 @@ public:
         return render_threads(table_, header_, realtime_ns(), layout);
     }
 
-    // Two lines, each within 80 columns.
-    std::string summary(double elapsed) const
+    // Two lines (the second longer only when the kernel hid events).
+    std::string summary(double elapsed, trace_id_t trid) const
     {
         const ThreadTotals &totals = table_.totals();
         char line[256];
         std::snprintf(
             line, sizeof line,
             "posixtrace: %zu threads (%lu created, %lu exited), %lu switches, %lu signals, "
-            "%lu lock waits\nposixtrace: %lu events, %lu lost, %.2f s",
+            "%lu lock waits\nposixtrace: %lu events, %s, %.2f s",
             table_.rows().size(), (unsigned long)totals.created, (unsigned long)totals.exited,
             (unsigned long)totals.switches, (unsigned long)totals.signals,
             (unsigned long)totals.lock_waits, (unsigned long)header_.events,
-            (unsigned long)header_.lost, elapsed);
+            describe_losses(header_.lost, trid).c_str(), elapsed);
         return line;
     }
 
@@ -229,7 +230,7 @@ int run(const ThreadsOptions &options)
         print_lines(view.render(seconds, {}));
     }
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", view.summary(seconds).c_str());
+    std::fprintf(stderr, "%s\n", view.summary(seconds, stream.get()).c_str());
     if (!ended)
         target.collect_status(exit_status);
     return exit_status;

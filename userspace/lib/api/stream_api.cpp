@@ -130,6 +130,16 @@ POSIXTRACE_EXPORT int posix_trace_get_counters(trace_id_t trid, posix_trace_coun
     return 0;
 }
 
+POSIXTRACE_EXPORT int posix_trace_get_loss_counters(trace_id_t trid,
+                                                    posix_trace_loss_counters *losses)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !losses)
+        return EINVAL;
+    *losses = stream->loss_counters();
+    return 0;
+}
+
 POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probes, size_t *attached)
 {
     auto stream = stream_of(trid);

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,6 +79,7 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
         skel->rodata->user_event_arg_sizes[i] = config.user_event_arg_sizes[i];
     }
     bpf_map__set_max_entries(skel->maps.rings, cpus);
+    bpf_map__set_max_entries(skel->maps.cpu_states, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
     program->choose_tracepoint_programs();
     // Smaller TD tables, to reach their limits (TD_NOCAPAB, TD_DBERR) in tests.
@@ -94,6 +96,8 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
             return errno_from(-errno);
     }
 
+    if (int err = program->map_cpu_states())
+        return err;
     skel->bss->max_data_size = config.max_data_size;
     skel->bss->wakeup_threshold = config.ring_bytes / 4;
     if (int err = program->attach_kernel_event_programs())
@@ -107,6 +111,27 @@ KernelProgram::~KernelProgram()
     // Links first: no program may run while the rings go away.
     thread_event_groups_.clear();
     links_.clear();
+    if (cpu_states_)
+        munmap(cpu_states_, cpu_states_bytes_);
+}
+
+int KernelProgram::map_cpu_states()
+{
+    static_assert(sizeof(pt_cpu_state) == 64, "one cache line per CPU");
+    size_t page = size_t(sysconf(_SC_PAGESIZE));
+    cpu_states_bytes_ = (sizeof(pt_cpu_state) * ring_fds_.size() + page - 1) / page * page;
+    void *mapped = mmap(nullptr, cpu_states_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        bpf_map__fd(skeleton_->maps.cpu_states), 0);
+    if (mapped == MAP_FAILED)
+        return errno_from(-errno);
+    cpu_states_ = static_cast<pt_cpu_state *>(mapped);
+    return 0;
+}
+
+void KernelProgram::reset_switch_chains()
+{
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
+        __atomic_store_n(&cpu_states_[cpu].switch_seen, 0u, __ATOMIC_RELAXED);
 }
 
 int KernelProgram::trace_process(pid_t tgid)
@@ -198,6 +223,8 @@ int KernelProgram::select_thread_event_programs(uint32_t wanted)
         }
         if (!group.links.empty())
             continue;
+        if (group.events & td_bit(PT_TD_SWITCHTO))
+            reset_switch_chains();
         for (bpf_program *program : group.programs) {
             bpf_link *link = bpf_program__attach(program);
             if (!link) {
@@ -360,38 +387,40 @@ std::optional<std::pair<pid_t, pt_td_message>> KernelProgram::take_any_td_messag
     return std::nullopt;
 }
 
-namespace {
-std::vector<pt_cpu_state> read_cpu_states(int map_fd, int cpus)
+KernelProgram::Losses KernelProgram::losses() const
 {
-    std::vector<pt_cpu_state> states(cpus);
-    __u32 key = 0;
-    if (bpf_map_lookup_elem(map_fd, &key, states.data()))
-        states.clear();
-    return states;
+    Losses losses;
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu) {
+        losses.ring_full += __atomic_load_n(&cpu_states_[cpu].lost, __ATOMIC_ACQUIRE);
+        losses.unreported_switches +=
+            __atomic_load_n(&cpu_states_[cpu].unreported_switches, __ATOMIC_ACQUIRE);
+    }
+    return losses;
 }
-} // namespace
 
 uint64_t KernelProgram::refused_while_full() const
 {
     uint64_t total = 0;
-    for (const auto &state : read_cpu_states(bpf_map__fd(skeleton_->maps.cpu_states), cpu_count()))
-        total += state.refused_full;
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
+        total += __atomic_load_n(&cpu_states_[cpu].refused_full, __ATOMIC_ACQUIRE);
     return total;
 }
 
-uint64_t KernelProgram::take_unreported_losses()
+std::vector<KernelProgram::ProgramMisses> KernelProgram::recursion_misses() const
 {
-    int fd = bpf_map__fd(skeleton_->maps.cpu_states);
-    auto states = read_cpu_states(fd, cpu_count());
-    uint64_t unreported = 0;
-    for (auto &state : states) {
-        unreported += state.lost_unreported;
-        state.lost_unreported = 0;
+    std::vector<ProgramMisses> misses;
+    bpf_program *program;
+    bpf_object__for_each_program(program, skeleton_->obj)
+    {
+        int fd = bpf_program__fd(program);
+        if (fd < 0)
+            continue; // not loaded (the unused one of a tp_btf / raw_tp pair)
+        bpf_prog_info info{};
+        __u32 length = sizeof info;
+        if (bpf_obj_get_info_by_fd(fd, &info, &length) == 0)
+            misses.push_back({bpf_program__name(program), info.recursion_misses});
     }
-    __u32 key = 0;
-    if (unreported && !states.empty())
-        bpf_map_update_elem(fd, &key, states.data(), BPF_ANY);
-    return unreported;
+    return misses;
 }
 
 namespace {

@@ -97,11 +97,27 @@ public:
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
 
+    // Totals over CPUs of what the kernel side could not record, read from
+    // the mmapped per-CPU states (no system call): records that found their
+    // ring full, and thread events of context switches the kernel did not
+    // report. Both only grow.
+    struct Losses {
+        uint64_t ring_full = 0;
+        uint64_t unreported_switches = 0;
+        uint64_t total() const { return ring_full + unreported_switches; }
+    };
+    Losses losses() const;
     // Sum over CPUs of the events refused while the stream was full
     // (PT_STREAM_FULL).
     uint64_t refused_while_full() const;
-    // Takes the losses no record has reported yet (only while not running).
-    uint64_t take_unreported_losses();
+
+    // Program runs the kernel skipped (bpf_prog_info.recursion_misses: the
+    // program was already running on that CPU), per attached program.
+    struct ProgramMisses {
+        std::string program;
+        uint64_t misses;
+    };
+    std::vector<ProgramMisses> recursion_misses() const;
 
 private:
     struct SkeletonDeleter {
@@ -112,6 +128,10 @@ private:
     };
 
     int attach_kernel_event_programs();
+    int map_cpu_states();
+    // Forgets what the switch program knew of each CPU's last switch, before
+    // it is attached again (the switches in between were not seen).
+    void reset_switch_chains();
     // Keeps, of each tp_btf program and its raw_tp twin, the one this kernel
     // can load (tp_btf when its BTF has the tracepoint's type, unless
     // POSIXTRACE_RAW_TRACEPOINTS is set); called between open and load.
@@ -130,6 +150,8 @@ private:
     std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;
+    pt_cpu_state *cpu_states_ = nullptr; // mmapped, one per CPU
+    size_t cpu_states_bytes_ = 0;
     std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
 };
 

@@ -3,103 +3,168 @@
 #include <algorithm>
 
 namespace posixtrace {
+namespace {
 
-void RingMerger::add_ring(RingReader ring)
+// Observations a ring keeps while a record is being written. Dropping one
+// (not the oldest) only makes the ring's bound older: safe, slower.
+constexpr size_t kMaxObservations = 64;
+
+} // namespace
+
+void RingMerger::add_ring(RingReader ring, uint64_t now_ns)
 {
-    rings_.push_back(std::move(ring));
-    floors_ns_.push_back(0);
+    windows_.emplace_back(std::move(ring));
+    Window &window = windows_.back();
+    if (!window.reader.mapped())
+        return;
+    window.scanned = window.reader.released();
+    window.observations.push_back({window.scanned, now_ns});
 }
 
-void RingMerger::merge(uint64_t watermark_ns, uint64_t pass_start_ns,
-                       std::deque<SystemEvent> &system, const RingSink &on_record,
-                       const SystemSink &on_system)
+uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
 {
-    const size_t system_source = rings_.size();
+    uint64_t producer = window.reader.producer();
+    window.observations.push_back({producer, now_ns});
+    while (window.scanned < producer) {
+        RingReader::Record next = window.reader.at(window.scanned);
+        if (next.slot == RingReader::Slot::Busy)
+            break;
+        if (next.slot == RingReader::Slot::Committed)
+            insert_sorted(window, {next.record->timestamp_ns, window.scanned, next.record});
+        window.scanned += next.size;
+    }
+    // The bound is the time of the latest look whose producer position was
+    // at or before the first record not read: that record and every later
+    // one were reserved after that look, and stamped after it.
+    auto &seen = window.observations;
+    while (seen.size() > 1 && seen[1].producer <= window.scanned)
+        seen.pop_front();
+    if (seen.size() > kMaxObservations)
+        seen.erase(seen.begin() + 1);
+    return seen.front().time_ns;
+}
+
+void RingMerger::insert_sorted(Window &window, const Pending &record)
+{
+    auto &pending = window.pending;
+    if (window.empty() || pending.back().timestamp_ns <= record.timestamp_ns) {
+        pending.push_back(record); // the usual case: ring order is time order
+        return;
+    }
+    auto at = std::upper_bound(pending.begin() + std::ptrdiff_t(window.head), pending.end(),
+                               record.timestamp_ns,
+                               [](uint64_t ts, const Pending &p) { return ts < p.timestamp_ns; });
+    pending.insert(at, record);
+}
+
+uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
+{
+    uint64_t bound = now_ns;
+    for (Window &window : windows_) {
+        uint64_t ring_bound = scan(window, now_ns);
+        if (now_ns > kPatienceNs) // a writer stalled this long is overtaken
+            ring_bound = std::max(ring_bound, now_ns - kPatienceNs);
+        bound = std::min(bound, ring_bound);
+    }
+    uint64_t safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;
+    deliver(safe_ns, system, sinks);
+    for (Window &window : windows_)
+        release(window);
+    return safe_ns;
+}
+
+void RingMerger::deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
+{
+    // Source 0 is the system queue (first on a tie), source i + 1 window i.
     struct Head {
         uint64_t timestamp_ns;
         size_t source;
-        bool operator>(const Head &other) const { return timestamp_ns > other.timestamp_ns; }
+        bool operator>(const Head &other) const
+        {
+            return timestamp_ns != other.timestamp_ns ? timestamp_ns > other.timestamp_ns
+                                                      : source > other.source;
+        }
     };
     std::vector<Head> heap;
-    heap.reserve(rings_.size() + 1);
-    auto push_head = [&](size_t source) {
-        const pt_record *head = nullptr;
-        if (source == system_source) {
-            head = system.empty() ? nullptr : &system.front().header;
-        } else {
-            bool busy;
-            head = rings_[source].peek(&busy);
-            if (busy)
-                watermark_ns = std::min(watermark_ns, floors_ns_[source]);
-            else if (!head) // empty now: whatever it gets next is stamped later
-                floors_ns_[source] = std::max(floors_ns_[source], pass_start_ns);
-        }
-        if (head) {
-            heap.push_back({head->timestamp_ns, source});
-            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-        }
+    heap.reserve(windows_.size() + 1);
+    auto push = [&](size_t source) {
+        if (source == 0 ? system.empty() : windows_[source - 1].empty())
+            return;
+        uint64_t ts = source == 0 ? system.front().header.timestamp_ns
+                                  : windows_[source - 1].front().timestamp_ns;
+        heap.push_back({ts, source});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
     };
-    for (size_t source = 0; source <= system_source; ++source)
-        push_head(source);
-
-    batch_.clear();
-    system_batch_.clear();
-    bool in_order = true;
-    auto add = [&](Delivery delivery) {
-        in_order =
-            in_order && (batch_.empty() || batch_.back().timestamp_ns <= delivery.timestamp_ns);
-        batch_.push_back(delivery);
-    };
-    while (!heap.empty() && heap.front().timestamp_ns < watermark_ns) {
+    for (size_t source = 0; source <= windows_.size(); ++source)
+        push(source);
+    while (!heap.empty() && heap.front().timestamp_ns < safe_ns) {
         std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
         size_t source = heap.back().source;
         heap.pop_back();
-        if (source == system_source) {
-            add({system.front().header.timestamp_ns, nullptr, system_batch_.size()});
-            system_batch_.push_back(std::move(system.front()));
+        if (source == 0) {
+            SystemEvent event = std::move(system.front());
             system.pop_front();
+            // Ours to stamp: never before what was delivered already.
+            event.header.timestamp_ns =
+                std::max<uint64_t>(event.header.timestamp_ns, last_delivered_ns_);
+            last_delivered_ns_ = event.header.timestamp_ns;
+            sinks.system(std::move(event));
         } else {
-            const pt_record *record = rings_[source].peek();
-            floors_ns_[source] = std::max<uint64_t>(floors_ns_[source], record->timestamp_ns);
-            add({record->timestamp_ns, record, 0});
-            rings_[source].advance();
+            deliver_record(windows_[source - 1], sinks);
         }
-        push_head(source);
+        push(source);
     }
-    deliver_batch(in_order, on_record, on_system);
-    for (auto &ring : rings_)
-        ring.commit();
 }
 
-// A BPF program that interrupts another on the same CPU (a wakeup in an
-// interrupt) reserves its record after the interrupted one's but stamps it
-// first: one ring is then not quite in timestamp order. Both records are in
-// the same pass (the nested one is committed first), so sorting the pass
-// restores the order. The records stay valid until the rings are committed.
-void RingMerger::deliver_batch(bool in_order, const RingSink &on_record,
-                               const SystemSink &on_system)
+void RingMerger::deliver_record(Window &window, const Sinks &sinks)
 {
-    if (!in_order)
-        std::stable_sort(batch_.begin(), batch_.end(), [](const Delivery &a, const Delivery &b) {
-            return a.timestamp_ns < b.timestamp_ns;
-        });
-    for (const Delivery &delivery : batch_) {
-        if (delivery.record)
-            on_record(*delivery.record);
-        else
-            on_system(std::move(system_batch_[delivery.system_index]));
+    const Pending &next = window.front();
+    ++window.head;
+    if (next.timestamp_ns < last_delivered_ns_) {
+        sinks.late(*next.record);
+        return;
     }
-    batch_.clear();
-    system_batch_.clear();
+    last_delivered_ns_ = next.timestamp_ns;
+    sinks.record(*next.record);
+}
+
+// The kernel gets back the space before the oldest record still pending
+// (records are delivered in time order, not always in ring order).
+void RingMerger::release(Window &window)
+{
+    auto &pending = window.pending;
+    pending.erase(pending.begin(), pending.begin() + std::ptrdiff_t(window.head));
+    window.head = 0;
+    uint64_t oldest = window.scanned;
+    for (const Pending &record : pending)
+        oldest = std::min(oldest, record.position);
+    window.reader.release(oldest);
+}
+
+bool RingMerger::holding() const
+{
+    for (const Window &window : windows_)
+        if (!window.empty() ||
+            (window.reader.mapped() && window.scanned < window.reader.producer()))
+            return true;
+    return false;
 }
 
 uint64_t RingMerger::discard_all()
 {
     uint64_t dropped = 0;
-    for (auto &ring : rings_) {
-        for (; ring.peek(); ring.advance())
-            ++dropped;
-        ring.commit();
+    for (Window &window : windows_) {
+        dropped += window.pending.size() - window.head;
+        window.pending.clear();
+        window.head = 0;
+        for (uint64_t producer = window.reader.producer(); window.scanned < producer;) {
+            RingReader::Record next = window.reader.at(window.scanned);
+            if (next.slot == RingReader::Slot::Busy)
+                break; // still being written: read (and judged) by a later pass
+            dropped += next.slot == RingReader::Slot::Committed;
+            window.scanned += next.size;
+        }
+        release(window);
     }
     return dropped;
 }

@@ -17,39 +17,87 @@ struct SystemEvent {
 };
 
 // Merges the per-CPU rings and the queue of system events into one sequence
-// in timestamp order, up to a watermark: a heap holds the oldest record of
-// every source, read in place. A ring whose oldest record is still being
-// written lowers the watermark to the latest time that record is known to be
-// younger than (its floor): the previous record's timestamp, or the last
-// time the ring was seen empty.
+// in timestamp order. The argument is in docs/architecture.md ("Ordering");
+// in short:
+// - A ring is not in timestamp order: a program that interrupts another
+//   between its reservation and its stamp (or, on preemptible kernels,
+//   preempts it) stamps first but sits second. So each pass reads every
+//   committed record of a ring (its committed prefix, up to the first record
+//   still being written) into a window kept sorted by timestamp.
+// - What a ring may still hand over is bounded below by observation: before
+//   it reads a ring's producer position, a pass reads the clock; every
+//   record reserved later, so at or past that position, is stamped later.
+//   The first record not yet read sits at some position p; the latest pass
+//   that saw the producer at or before p gives the bound.
+// - Everything stamped before the smallest bound, less a margin for the
+//   clocks, is delivered, oldest first; nothing older can come any more.
 class RingMerger {
 public:
-    using RingSink = std::function<void(const pt_record &)>;
+    using RecordSink = std::function<void(const pt_record &)>;
     using SystemSink = std::function<void(SystemEvent &&)>;
+    struct Sinks {
+        RecordSink record;
+        SystemSink system;
+        // A record that came after younger ones were delivered: only a writer
+        // stalled between reservation and commit for longer than the
+        // patience can cause it. It is not delivered (the stream counts it).
+        RecordSink late;
+    };
 
-    void add_ring(RingReader ring);
-    bool ready() const { return !rings_.empty() && rings_.back().mapped(); }
+    // The margin absorbs what separates the two clocks read (the vDSO's
+    // CLOCK_MONOTONIC here, bpf_ktime_get_ns in the kernel: one timekeeper,
+    // nanoseconds apart) and a store's delay in becoming visible.
+    static constexpr uint64_t kClockMarginNs = 20'000;
+    // How long a record still being written may hold the merge back.
+    static constexpr uint64_t kPatienceNs = 100'000'000;
 
-    // Delivers every record stamped before `watermark_ns` (and before the
-    // start of the pass), oldest first; `pass_start_ns` is CLOCK_MONOTONIC
-    // read before the rings are looked at.
-    void merge(uint64_t watermark_ns, uint64_t pass_start_ns, std::deque<SystemEvent> &system,
-               const RingSink &on_record, const SystemSink &on_system);
-    // Drops every committed record; returns how many.
+    // `now_ns`: CLOCK_MONOTONIC, read before the ring is first looked at.
+    void add_ring(RingReader ring, uint64_t now_ns);
+    bool ready() const { return !windows_.empty() && windows_.back().reader.mapped(); }
+
+    // One pass. `now_ns` is CLOCK_MONOTONIC read just before: the pass reads
+    // every ring, then delivers in timestamp order (system events first on a
+    // tie) every record and system event stamped before the safe point, and
+    // returns it: nothing stamped before it can still come. `system` is
+    // sorted by timestamp.
+    uint64_t merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
+    // Records read or reserved and not delivered yet.
+    bool holding() const;
+    // Drops every record read or committed; returns how many.
     uint64_t discard_all();
+    uint64_t last_delivered_ns() const { return last_delivered_ns_; }
 
 private:
-    struct Delivery {
+    struct Pending {
         uint64_t timestamp_ns;
-        const pt_record *record; // in a ring; nullptr for a system event
-        size_t system_index;
+        uint64_t position;
+        const pt_record *record; // in the ring, valid until released
     };
-    void deliver_batch(bool in_order, const RingSink &on_record, const SystemSink &on_system);
+    struct Observation {
+        uint64_t producer;
+        uint64_t time_ns;
+    };
+    // A ring and the records read from it but not delivered.
+    struct Window {
+        explicit Window(RingReader ring) : reader(std::move(ring)) {}
+        RingReader reader;
+        uint64_t scanned = 0;                 // position of the first record not read
+        std::vector<Pending> pending;         // sorted by timestamp from `head` on
+        size_t head = 0;                      // pending[0, head) are delivered
+        std::deque<Observation> observations; // oldest first
+        bool empty() const { return head == pending.size(); }
+        const Pending &front() const { return pending[head]; }
+    };
 
-    std::vector<RingReader> rings_;
-    std::vector<uint64_t> floors_ns_;
-    std::vector<Delivery> batch_;           // one pass, reused
-    std::vector<SystemEvent> system_batch_; // its system events
+    // Reads the committed prefix of `window`; returns the ring's bound.
+    uint64_t scan(Window &window, uint64_t now_ns);
+    static void insert_sorted(Window &window, const Pending &record);
+    void deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
+    void deliver_record(Window &window, const Sinks &sinks);
+    static void release(Window &window);
+
+    std::vector<Window> windows_;
+    uint64_t last_delivered_ns_ = 0;
 };
 
 } // namespace posixtrace

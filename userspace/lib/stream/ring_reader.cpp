@@ -25,15 +25,14 @@ RingReader::RingReader(int ring_fd, size_t ring_bytes)
     consumer_pos_ = static_cast<uint64_t *>(consumer);
     producer_pos_ = static_cast<const uint64_t *>(producer);
     data_ = static_cast<const uint8_t *>(producer) + page_size_;
-    position_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
+    released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
 }
 
 RingReader::RingReader(RingReader &&other) noexcept
     : ring_bytes_(other.ring_bytes_), page_size_(other.page_size_),
       consumer_pos_(std::exchange(other.consumer_pos_, nullptr)),
       producer_pos_(std::exchange(other.producer_pos_, nullptr)),
-      data_(std::exchange(other.data_, nullptr)), position_(other.position_),
-      peeked_size_(other.peeked_size_)
+      data_(std::exchange(other.data_, nullptr)), released_(other.released_)
 {
 }
 
@@ -45,36 +44,30 @@ RingReader::~RingReader()
     munmap(const_cast<uint64_t *>(producer_pos_), page_size_ + 2 * ring_bytes_);
 }
 
-const pt_record *RingReader::peek(bool *busy)
+uint64_t RingReader::producer() const
 {
-    if (busy)
-        *busy = false;
-    uint64_t producer = __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
-    while (position_ < producer) {
-        const uint8_t *header = data_ + (position_ & (ring_bytes_ - 1));
-        uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
-        if (length & BPF_RINGBUF_BUSY_BIT) {
-            if (busy)
-                *busy = true;
-            return nullptr;
-        }
-        uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
-        if (length & BPF_RINGBUF_DISCARD_BIT) {
-            position_ += size;
-            continue;
-        }
-        peeked_size_ = size;
-        return reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ);
-    }
-    return nullptr;
+    return __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
 }
 
-void RingReader::advance()
+RingReader::Record RingReader::at(uint64_t position) const
 {
-    position_ += peeked_size_;
-    peeked_size_ = 0;
+    const uint8_t *header = data_ + (position & (ring_bytes_ - 1));
+    uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
+    if (length & BPF_RINGBUF_BUSY_BIT)
+        return {Slot::Busy, nullptr, 0};
+    uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
+    if (length & BPF_RINGBUF_DISCARD_BIT)
+        return {Slot::Discarded, nullptr, size};
+    return {Slot::Committed, reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ),
+            size};
 }
 
-void RingReader::commit() { __atomic_store_n(consumer_pos_, position_, __ATOMIC_RELEASE); }
+void RingReader::release(uint64_t position)
+{
+    if (position == released_)
+        return;
+    released_ = position;
+    __atomic_store_n(consumer_pos_, position, __ATOMIC_RELEASE);
+}
 
 } // namespace posixtrace

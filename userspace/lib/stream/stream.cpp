@@ -25,16 +25,15 @@
 namespace posixtrace {
 namespace {
 
-// Events are released to readers in timestamp order once they are older
-// than the start of the drain pass minus this margin. A record is stamped
-// after its ring space is reserved, so a record stamped before the pass
-// started is either committed or visible as busy (which holds the merge
-// back), never missing: the margin only absorbs the difference between the
-// kernel's and the vDSO's reading of CLOCK_MONOTONIC.
-constexpr uint64_t kReorderMarginNs = 20'000;
 // Rings are drained this often while the stream runs; the BPF side wakes the
 // drain thread earlier when a ring passes a quarter full.
-constexpr int kDrainPeriodMs = 1;
+constexpr uint64_t kDrainPeriodNs = 1'000'000;
+// A flush waits for the merge's safe point to pass its time: passes this
+// far apart until it does.
+constexpr uint64_t kFlushRetryNs = 50'000;
+// Reading the programs' recursion misses is a system call per program: done
+// every this many passes.
+constexpr uint64_t kMissesPeriodPasses = 8;
 constexpr size_t kMinRingBytes = 256 * 1024;
 constexpr size_t kMaxRingBytes = 64u << 20;
 
@@ -129,6 +128,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
                                  uint32_t(attributes.max_data_size), {}, {}};
     locate_user_event_arguments(binary, config);
+    // Every record is reserved in a ring created after this: stamped later.
+    uint64_t rings_created_after_ns = monotonic_now();
     if (int err = KernelProgram::load(config, kernel_))
         return err;
     if (int err = SystemSlot::acquire(slot_))
@@ -147,7 +148,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!buffer_->valid())
         return ENOMEM;
     for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
-        merger_.add_ring(RingReader(kernel_->ring_fd(cpu), kernel_->ring_bytes()));
+        merger_.add_ring(RingReader(kernel_->ring_fd(cpu), kernel_->ring_bytes()),
+                         rings_created_after_ns);
         if (!merger_.ready())
             return ENOMEM;
     }
@@ -168,7 +170,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, ring.data.fd, &ring);
     }
 
+    // One offset for the stream's life: the conversion keeps the order (and
+    // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
+    last_pass_ns_ = rings_created_after_ns;
     drain_ = std::jthread([this](std::stop_token stop) { drain_loop(stop); });
     pthread_setname_np(drain_.native_handle(), "posixtrace-drn"); // for top, ps -L
     return 0;
@@ -205,13 +210,18 @@ pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size
     return record;
 }
 
+// The queue stays sorted by timestamp (a loss report may be stamped before
+// events queued earlier).
 void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns,
                                        const void *data, size_t size)
 {
     if (filtered_locked(id))
         return;
     const auto *bytes = static_cast<const uint8_t *>(data);
-    pending_system_.push_back({{bytes, bytes + size}, system_record(id, timestamp_ns, size)});
+    auto at = pending_system_.end();
+    while (at != pending_system_.begin() && std::prev(at)->header.timestamp_ns > timestamp_ns)
+        --at;
+    pending_system_.insert(at, {{bytes, bytes + size}, system_record(id, timestamp_ns, size)});
 }
 
 void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
@@ -252,9 +262,9 @@ int Stream::start()
     if (running_ || full_)
         return 0; // POSIX: no event, no change
     uint64_t now = monotonic_now();
-    if (lost_while_full_) {
-        queue_loss_events_locked({0, lost_while_full_, 0}, now);
-        lost_while_full_ = 0;
+    if (lost_while_full_.any()) {
+        queue_loss_events_locked(lost_while_full_, now);
+        lost_while_full_ = {};
     }
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
     resume_running_locked();
@@ -277,13 +287,11 @@ void Stream::stop_locked(std::unique_lock<std::mutex> &lock)
             cancel_auto_restart_locked();
         return;
     }
+    // Suspended first, then stamped: a record the kernel stamps after the
+    // change is discarded there, so every recorded event precedes this one.
     kernel_->set_state(PT_STREAM_SUSPENDED);
     running_ = false;
     uint64_t now = monotonic_now();
-    if (uint64_t lost = kernel_->take_unreported_losses()) {
-        counters_.lost_in_kernel += lost;
-        queue_loss_events_locked({lost, 0, 0}, now);
-    }
     posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
     queue_system_event_locked(POSIX_TRACE_STOP, now, &cause, sizeof cause);
     flush_locked(lock, now);
@@ -294,21 +302,28 @@ int Stream::clear()
     std::unique_lock lock(mutex_);
     if (shut_down_)
         return EINVAL;
+    // What was recorded until now is gone, and so are the losses counted
+    // until now; a record stamped earlier that is still being written is
+    // dropped when it comes.
+    uint64_t now = monotonic_now();
     merger_.discard_all();
-    kernel_->take_unreported_losses();
+    discard_before_ns_ = now;
+    kernel_losses_seen_ = kernel_->losses();
+    stream_losses_due_ = 0;
     pending_system_.clear();
     buffer_->clear();
     head_loss_ = {};
     resume_due_ = false;
-    lost_while_full_ = 0;
+    lost_while_full_ = {};
     full_ = false;
     overrun_ = false;
     counters_ = {};
+    losses_ = {};
     if (auto_stopped_) {
         auto_stopped_ = false;
+        refused_seen_ = kernel_->refused_while_full();
         resume_running_locked();
     }
-    accept_after_ns_ = monotonic_now();
     update_readable_locked();
     return 0;
 }
@@ -513,18 +528,24 @@ posix_trace_counters Stream::counters() const
     return counters_;
 }
 
+posix_trace_loss_counters Stream::loss_counters() const
+{
+    std::lock_guard lock(mutex_);
+    return losses_;
+}
+
 // ---- recording: drain thread ---------------------------------------------
 
 void Stream::drain_loop(std::stop_token stop)
 {
     epoll_event events[16];
     while (!stop.stop_requested()) {
-        bool busy;
+        std::optional<timespec> timeout;
         {
             std::lock_guard lock(mutex_);
-            busy = running_ || !pending_system_.empty() || flush_completed_ < flush_requested_;
+            timeout = drain_timeout_locked();
         }
-        epoll_wait(epoll_.get(), events, 16, busy ? kDrainPeriodMs : -1);
+        epoll_pwait2(epoll_.get(), events, 16, timeout ? &*timeout : nullptr, nullptr);
         drain_eventfd(wakeup_.get());
         if (stop.stop_requested())
             break;
@@ -533,26 +554,94 @@ void Stream::drain_loop(std::stop_token stop)
         if (log_)
             check_flush_done_locked();
         uint64_t ticket = flush_requested_;
-        uint64_t watermark = monotonic_now() - kReorderMarginNs;
-        if (flush_completed_ < ticket)
-            watermark = std::max(watermark, flush_until_ns_ + 1);
-        drain_pass_locked(watermark);
-        if (flush_completed_ < ticket) {
+        drain_pass_locked();
+        // A flush is done once nothing stamped before its time can come.
+        if (flush_completed_ < ticket && safe_ns_ > flush_until_ns_) {
             flush_completed_ = ticket;
             flushed_.notify_all();
         }
     }
 }
 
-void Stream::drain_pass_locked(uint64_t watermark_ns)
+// How long the drain thread may sleep: briefly while a flush waits for the
+// merge's safe point to pass its time (by the clock margin, or until a
+// record still being written is committed), a period while anything may
+// come, else until woken.
+std::optional<timespec> Stream::drain_timeout_locked() const
 {
-    uint64_t pass_start_ns = monotonic_now();
-    realtime_offset_ns_ = realtime_minus_monotonic();
-    merger_.merge(
-        watermark_ns, pass_start_ns, pending_system_,
+    if (flush_completed_ < flush_requested_)
+        return to_timespec(kFlushRetryNs);
+    if (running_ || !pending_system_.empty() || merger_.holding())
+        return to_timespec(kDrainPeriodNs);
+    return std::nullopt;
+}
+
+void Stream::drain_pass_locked()
+{
+    uint64_t now = monotonic_now();
+    report_kernel_losses_locked();
+    RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
-        [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); });
+        [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
+        [this](const pt_record &) { note_stream_loss_locked(StreamLoss::Late, 1); }};
+    safe_ns_ = merger_.merge(now, pending_system_, sinks);
+    last_pass_ns_ = now;
+    ++passes_;
+    if (stream_losses_due_) {
+        queue_loss_events_locked({0, stream_losses_due_, 0}, merger_.last_delivered_ns());
+        stream_losses_due_ = 0;
+    }
     update_readable_locked();
+}
+
+// What the kernel side could not record is reported where it happened: a
+// loss this pass sees was not counted when the previous pass looked, so it
+// happened after that look, and its report is stamped there (less the
+// clock margin, never before what was delivered). It therefore comes before
+// every event stamped after the loss, whatever CPU recorded it.
+void Stream::report_kernel_losses_locked()
+{
+    uint64_t skipped = 0;
+    if (passes_ % kMissesPeriodPasses == 0) {
+        uint64_t misses = 0;
+        for (const auto &program : kernel_->recursion_misses())
+            misses += program.misses;
+        skipped = misses > misses_seen_ ? misses - misses_seen_ : 0;
+        misses_seen_ = std::max(misses_seen_, misses);
+    }
+    KernelProgram::Losses counted = kernel_->losses();
+    uint64_t ring_full = counted.ring_full - kernel_losses_seen_.ring_full;
+    uint64_t unreported = counted.unreported_switches - kernel_losses_seen_.unreported_switches;
+    kernel_losses_seen_ = counted;
+    uint64_t lost = ring_full + unreported + skipped;
+    if (!lost)
+        return;
+    losses_.ring_full += ring_full;
+    losses_.switches_unreported += unreported;
+    losses_.runs_skipped += skipped;
+    counters_.lost_in_kernel += lost;
+    overrun_ = true;
+    uint64_t since = last_pass_ns_ > RingMerger::kClockMarginNs
+                         ? last_pass_ns_ - RingMerger::kClockMarginNs
+                         : 0;
+    queue_loss_events_locked({lost, 0, 0}, std::max(since, merger_.last_delivered_ns()));
+}
+
+void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
+{
+    counters_.lost_in_stream += count;
+    (kind == StreamLoss::Overwritten ? losses_.overwritten
+     : kind == StreamLoss::Refused   ? losses_.refused
+                                     : losses_.late) += count;
+    overrun_ = true;
+}
+
+// Records dropped on their way to the stream are reported by the next
+// pass, before anything younger than what was delivered.
+void Stream::note_stream_loss_locked(StreamLoss kind, uint64_t count)
+{
+    count_stream_loss_locked(kind, count);
+    stream_losses_due_ += count;
 }
 
 void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
@@ -563,22 +652,22 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         td_report(record.event_id - POSIX_TRACE_TD_EVENT_FIRST + 1);
     if (record.flags & PT_RECORD_NOTICE_ONLY)
         return;
-    if (record.lost_before) {
-        counters_.lost_in_kernel += record.lost_before;
-        overrun_ = true;
-        LossReport loss{record.lost_before, 0, 0};
-        posix_trace_overflow_data info{loss.in_kernel, loss.in_kernel, 0};
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
-            store_locked(system_record(POSIX_TRACE_OVERFLOW, record.timestamp_ns, sizeof info), &info);
-        if (!filtered_locked(POSIX_TRACE_RESUME))
-            store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
-    }
+    if (record.timestamp_ns < discard_before_ns_)
+        return; // recorded before posix_trace_clear
     if (record.timestamp_ns < accept_after_ns_) {
-        ++lost_while_full_;
-        ++counters_.lost_in_stream;
+        note_stream_loss_locked(StreamLoss::Refused, 1); // before an UNTIL_FULL restart
         return;
     }
     store_locked(record, data);
+    if (record.event_id == POSIX_TRACE_OVERFLOW) { // the kernel's report about a thread
+        posix_trace_overflow_data lost;
+        std::memcpy(&lost, data, sizeof lost);
+        counters_.lost_in_kernel += lost.lost_in_kernel;
+        losses_.switches_unreported += lost.lost_in_kernel;
+        overrun_ = true;
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
+    }
 }
 
 bool Stream::is_thread_event(const pt_record &record)
@@ -628,24 +717,40 @@ void Stream::store_locked(const pt_record &record, const void *data)
             drop_oldest_locked();
     } else {
         if (auto_stopped_) {
-            ++lost_while_full_;
-            ++counters_.lost_in_stream;
+            refuse_locked(record, data);
             return;
         }
         if (!buffer_->fits(bytes + kStopEventBytes + kLossEventsBytes)) {
             auto_stop_locked(record.timestamp_ns);
-            ++lost_while_full_;
-            ++counters_.lost_in_stream;
+            refuse_locked(record, data);
             return;
         }
     }
     if (!buffer_->fits(bytes)) { // larger than the whole stream
-        ++counters_.lost_in_stream;
-        overrun_ = true;
+        count_stream_loss_locked(StreamLoss::Refused, 1);
         return;
     }
     push_locked(record, data);
     ++counters_.recorded;
+}
+
+// POSIX_TRACE_UNTIL_FULL refuses what comes while the stream is full. A
+// refused loss report hands its counts on; a resume marker is no event.
+// (Overflow and resume events are only ever the trace system's own: the
+// kernel records no system event id for posix_trace_event().)
+void Stream::refuse_locked(const pt_record &record, const void *data)
+{
+    if (record.event_id == POSIX_TRACE_OVERFLOW) {
+        posix_trace_overflow_data carried;
+        std::memcpy(&carried, data, sizeof carried);
+        lost_while_full_.in_kernel += carried.lost_in_kernel;
+        lost_while_full_.in_stream += carried.lost_in_stream;
+        return;
+    }
+    if (record.event_id == POSIX_TRACE_RESUME)
+        return;
+    ++lost_while_full_.in_stream;
+    count_stream_loss_locked(StreamLoss::Refused, 1);
 }
 
 void Stream::push_locked(pt_record record, const void *data)
@@ -660,16 +765,17 @@ void Stream::push_locked(pt_record record, const void *data)
 void Stream::drop_oldest_locked()
 {
     const pt_record &oldest = buffer_->front();
-    if (oldest.event_id == POSIX_TRACE_OVERFLOW && oldest.cpu == UINT16_MAX) {
+    if (oldest.event_id == POSIX_TRACE_OVERFLOW) {
         posix_trace_overflow_data carried;
         std::memcpy(&carried, oldest.data, sizeof carried);
         head_loss_.in_kernel += carried.lost_in_kernel;
         head_loss_.in_stream += carried.lost_in_stream;
-    } else if (!(oldest.event_id == POSIX_TRACE_RESUME && oldest.cpu == UINT16_MAX)) {
+    } else if (oldest.event_id != POSIX_TRACE_RESUME) {
         ++head_loss_.in_stream;
-        ++counters_.lost_in_stream;
+        count_stream_loss_locked(StreamLoss::Overwritten, 1);
     }
     head_loss_.timestamp_ns = oldest.timestamp_ns;
+    last_dropped_ns_ = oldest.timestamp_ns;
     resume_due_ = true;
     full_ = true;
     overrun_ = true;
@@ -691,28 +797,22 @@ void Stream::auto_stop_locked(uint64_t timestamp_ns)
 
 // POSIX_TRACE_UNTIL_FULL: once the reader has emptied a full stream it runs
 // again, reporting first what it refused while full, then a start event.
+// They go through the merge like every system event, so they come after
+// anything queued before them.
 void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
-    realtime_offset_ns_ = realtime_minus_monotonic();
-    uint64_t recorded_before_stop = merger_.discard_all(); // before the kernel saw the stop
-    lost_while_full_ += recorded_before_stop;
-    counters_.lost_in_stream += recorded_before_stop;
-    uint64_t refused = kernel_->refused_while_full() - refused_seen_;
-    lost_while_full_ += refused;
-    counters_.lost_in_stream += refused;
+    uint64_t lost = merger_.discard_all() // recorded before the kernel saw the stop
+                    + (kernel_->refused_while_full() - refused_seen_);
+    lost_while_full_.in_stream += lost;
+    count_stream_loss_locked(StreamLoss::Refused, lost);
     auto_stopped_ = false;
     full_ = false;
-    if (lost_while_full_) {
-        posix_trace_overflow_data info{lost_while_full_, 0, lost_while_full_};
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
-            push_locked(system_record(POSIX_TRACE_OVERFLOW, now, sizeof info), &info);
-        if (!filtered_locked(POSIX_TRACE_RESUME))
-            push_locked(system_record(POSIX_TRACE_RESUME, now, 0), nullptr);
-        lost_while_full_ = 0;
+    if (lost_while_full_.any()) {
+        queue_loss_events_locked(lost_while_full_, now);
+        lost_while_full_ = {};
     }
-    if (!filtered_locked(POSIX_TRACE_START))
-        push_locked(system_record(POSIX_TRACE_START, now, 0), nullptr);
+    queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
     accept_after_ns_ = now;
     resume_running_locked();
 }
@@ -726,8 +826,8 @@ void Stream::cancel_auto_restart_locked()
     auto_stopped_ = false;
     kernel_->set_state(PT_STREAM_SUSPENDED);
     uint64_t lost = merger_.discard_all() + (kernel_->refused_while_full() - refused_seen_);
-    lost_while_full_ += lost;
-    counters_.lost_in_stream += lost;
+    lost_while_full_.in_stream += lost;
+    count_stream_loss_locked(StreamLoss::Refused, lost);
     accept_after_ns_ = monotonic_now();
 }
 
@@ -790,7 +890,7 @@ bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_dat
     }
     if (resume_due_) {
         resume_due_ = false;
-        uint64_t at = buffer_->empty() ? clock_nanos(CLOCK_REALTIME) : buffer_->front().timestamp_ns;
+        uint64_t at = buffer_->empty() ? last_dropped_ns_ : buffer_->front().timestamp_ns;
         record = system_record(POSIX_TRACE_RESUME, at, 0);
         if (!filtered_locked(POSIX_TRACE_RESUME))
             return true;

@@ -60,6 +60,7 @@ public:
     Attributes attributes() const;
     posix_trace_status_info take_status();
     posix_trace_counters counters() const;
+    posix_trace_loss_counters loss_counters() const;
 
     // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
     // EINTR (a signal handler ran while waiting).
@@ -106,7 +107,12 @@ private:
     std::vector<log::NamedType> event_types_locked() const;
     std::optional<std::string> event_name_locked(trace_event_id_t id) const;
     void drain_loop(std::stop_token stop);
-    void drain_pass_locked(uint64_t watermark_ns);
+    std::optional<timespec> drain_timeout_locked() const;
+    void drain_pass_locked();
+    void report_kernel_losses_locked();
+    enum class StreamLoss { Overwritten, Refused, Late };
+    void count_stream_loss_locked(StreamLoss kind, uint64_t count);
+    void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_thread_event(const pt_record &record);
@@ -122,6 +128,7 @@ private:
                                    size_t size);
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
+    void refuse_locked(const pt_record &record, const void *data);
     void flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns);
     void wake_drain();
     void resume_running_locked();
@@ -157,13 +164,24 @@ private:
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;
     uint64_t flush_until_ns_ = 0;
-    uint64_t accept_after_ns_ = 0;  // monotonic; older records are dropped
-    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, re-anchored each pass
+    uint64_t safe_ns_ = 0;           // monotonic; everything older is delivered
+    uint64_t last_pass_ns_ = 0;      // monotonic; when the latest drain pass began
+    uint64_t passes_ = 0;
+    uint64_t accept_after_ns_ = 0;   // monotonic; older records are lost (UNTIL_FULL restart)
+    uint64_t discard_before_ns_ = 0; // monotonic; older records were cleared
+    // What the kernel counted (in its per-CPU states, and the programs'
+    // recursion misses), reported or cleared already.
+    KernelProgram::Losses kernel_losses_seen_{};
+    uint64_t misses_seen_ = 0;
+    uint64_t stream_losses_due_ = 0;    // dropped here, not reported yet
+    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     LossReport head_loss_;           // LOOP dropped the oldest events
     bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
-    uint64_t lost_while_full_ = 0;   // UNTIL_FULL refused them
+    LossReport lost_while_full_;     // UNTIL_FULL refused them
+    uint64_t last_dropped_ns_ = 0;   // realtime; LOOP's latest overwritten event
     uint64_t refused_seen_ = 0;      // kernel's refusal count when the stream filled
     posix_trace_counters counters_{};
+    posix_trace_loss_counters losses_{};
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
     std::unique_ptr<ProbeAttacher> probes_;

@@ -1,0 +1,15 @@
+#pragma once
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <cstdint>
+#include <string>
+
+namespace posixtrace::cli {
+
+// "N lost", saying which part of it the kernel did not report (context
+// switches made without sched_switch) or skipped, since no tracer can record
+// those: "N lost (K switches not reported by the kernel)".
+std::string describe_losses(uint64_t lost, trace_id_t trid);
+
+} // namespace posixtrace::cli
