@@ -44,10 +44,14 @@ SHLIB        := $(BUILD)/lib/libposixtrace.so.$(SOVERSION)
 STLIB        := $(BUILD)/lib/libposixtrace.a
 CLI          := $(BUILD)/bin/posixtrace
 TESTS        := $(BUILD)/tests/posixtrace-tests
+STRESS       := $(BUILD)/tests/stress/posixtrace-stress
+STRESS_SRCS  := $(wildcard tests/stress/*.cpp)
+STRESS_OBJS  := $(STRESS_SRCS:%.cpp=$(BUILD)/obj/%.o)
+STRESS_SECONDS ?= 300
 RPATH        := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all test demo bench install clean deps format
-all: $(SHLIB) $(STLIB) $(CLI) $(TESTS) $(EXAMPLE_BINS) $(BENCH_BINS)
+.PHONY: all test demo bench install clean deps format stress
+all: $(SHLIB) $(STLIB) $(CLI) $(TESTS) $(STRESS) $(EXAMPLE_BINS) $(BENCH_BINS)
 
 deps:
 	@scripts/install-deps.sh
@@ -86,9 +90,15 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 # The tests link the CLI's export writers to test them on synthetic events.
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
                  $(BUILD)/obj/userspace/cli/event_format.o,$(CLI_OBJS)))
-$(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS)
+$(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -pthread
+
+# The stress harness (tests/stress/): `make test` runs it briefly, `make
+# stress` for STRESS_SECONDS.
+$(STRESS): $(STRESS_OBJS) $(SHLIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $(STRESS_OBJS) -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' -pthread
 
 $(BUILD)/examples/%: examples/%.c $(SHLIB)
 	@mkdir -p $(@D)
@@ -128,6 +138,12 @@ demo:
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/examples/demo
 
+stress:
+	@scripts/install-deps.sh
+	@scripts/mount-tracefs.sh
+	@$(MAKE) --no-print-directory all
+	$(STRESS) --total $(STRESS_SECONDS) --seconds 10
+
 bench:
 	@scripts/install-deps.sh
 	@scripts/mount-tracefs.sh
@@ -153,7 +169,7 @@ format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(STRESS_OBJS:.o=.d)
 
 # ---- fuzzing: `make fuzz` builds build-fuzz/log_reader_fuzzer, a libFuzzer
 # target for the trace log reader (clang, ASan+UBSan); scripts/fuzz.sh runs it.

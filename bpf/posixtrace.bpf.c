@@ -181,11 +181,14 @@ static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
 /* Reserves a record of `size` bytes (a constant at every call site), then
  * stamps it. The stamp is taken after the reservation: a record reserved
  * after the reader looked at the ring's producer position is stamped after
- * that look, which is what the merge's bound relies on. The state is read
- * again after the stamp: a record stamped after posix_trace_stop() took
- * effect is discarded, so every recorded event precedes the stop event.
- * NULL: no room (counted as lost), or the stream stopped meanwhile. */
-static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u64 size)
+ * that look, which is what the merge's bound relies on. The state and the
+ * filter are read again after the stamp: a record stamped after
+ * posix_trace_stop() or a filter change took effect is discarded, so every
+ * recorded event precedes the stop or filter event that excludes it.
+ * NULL: no room (counted as lost), or the stream stopped or filtered the
+ * event meanwhile. */
+static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u64 size,
+                                                      __u32 event_id)
 {
     struct pt_record *record = bpf_ringbuf_reserve(slot->ring, size, 0);
     __u32 state_now;
@@ -196,8 +199,8 @@ static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u
     }
     record->timestamp_ns = bpf_ktime_get_ns();
     state_now = stream_state;
-    if (state_now != PT_STREAM_RUNNING) {
-        if (state_now == PT_STREAM_FULL)
+    if (state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
+        if (state_now == PT_STREAM_FULL && !event_filtered(event_id))
             __sync_fetch_and_add(&slot->state->refused_full, 1);
         bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
         return NULL;
@@ -219,7 +222,7 @@ struct user_event_args {
 static __always_inline void record_user_event(struct user_event_args *a, const __u64 room)
 {
     __u64 wakeup = wakeup_flag(a->slot.ring, a->slot.state, room);
-    struct pt_record *record = begin_record(&a->slot, PT_RECORD_HEADER_SIZE + room);
+    struct pt_record *record = begin_record(&a->slot, PT_RECORD_HEADER_SIZE + room, a->event_id);
     __u64 copy_len = a->copy_len;
     __u16 flags = a->flags;
 
@@ -336,7 +339,8 @@ int usdt_event(struct pt_regs *ctx)
     }
 
     wakeup = wakeup_flag(slot.ring, slot.state, 0);
-    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8);
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8,
+                          event_id);
     if (!record)
         return 0;
     count = bpf_usdt_arg_cnt(ctx);
@@ -492,7 +496,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
         return;
     }
     wakeup = wakeup_flag(slot.ring, slot.state, 0);
-    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data));
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data), event_id);
     if (!record)
         return;
     data = (struct pt_td_data *)record->data;
@@ -852,9 +856,9 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
     }
     record->timestamp_ns = bpf_ktime_get_ns();
     state_now = stream_state;
-    if (!l->flags && state_now != PT_STREAM_RUNNING) {
+    if (!l->flags && (state_now != PT_STREAM_RUNNING || event_filtered(l->event_id))) {
         l->flags = PT_RECORD_NOTICE_ONLY;
-        if (state_now == PT_STREAM_FULL)
+        if (state_now == PT_STREAM_FULL && !event_filtered(l->event_id))
             __sync_fetch_and_add(&l->slot.state->refused_full, 1);
     }
     return record;

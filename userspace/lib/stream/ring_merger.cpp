@@ -150,23 +150,23 @@ bool RingMerger::holding() const
     return false;
 }
 
-uint64_t RingMerger::discard_all()
+void RingMerger::discard_all(const RecordSink &sink)
 {
-    uint64_t dropped = 0;
     for (Window &window : windows_) {
-        dropped += window.pending.size() - window.head;
+        for (size_t i = window.head; i < window.pending.size(); ++i)
+            sink(*window.pending[i].record);
         window.pending.clear();
         window.head = 0;
         for (uint64_t producer = window.reader.producer(); window.scanned < producer;) {
             RingReader::Record next = window.reader.at(window.scanned);
             if (next.slot == RingReader::Slot::Busy)
                 break; // still being written: read (and judged) by a later pass
-            dropped += next.slot == RingReader::Slot::Committed;
+            if (next.slot == RingReader::Slot::Committed)
+                sink(*next.record);
             window.scanned += next.size;
         }
         release(window);
     }
-    return dropped;
 }
 
 } // namespace posixtrace

@@ -63,8 +63,9 @@ public:
     uint64_t merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
     // Records read or reserved and not delivered yet.
     bool holding() const;
-    // Drops every record read or committed; returns how many.
-    uint64_t discard_all();
+    // Takes every record read or committed out of the merge, handing each to
+    // `sink` (which drops it, or keeps what it needs of it).
+    void discard_all(const RecordSink &sink);
     uint64_t last_delivered_ns() const { return last_delivered_ns_; }
 
 private:

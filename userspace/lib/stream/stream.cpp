@@ -16,9 +16,9 @@
 
 #include "events/event_names.hpp"
 #include "events/event_set.hpp"
+#include "threads/td_notify.hpp"
 #include "usdt/pending_libraries.hpp"
 #include "usdt/usdt_notes.hpp"
-#include "threads/td_notify.hpp"
 #include "util/clock.hpp"
 #include "util/process_id.hpp"
 
@@ -54,12 +54,15 @@ bool valid_abstime(const timespec *t)
     return t && t->tv_nsec >= 0 && t->tv_nsec < long(kNanosPerSecond) && t->tv_sec >= 0;
 }
 
-uint64_t monotonic_now() { return clock_nanos(CLOCK_MONOTONIC); }
+uint64_t monotonic_now()
+{
+    return clock_nanos(CLOCK_MONOTONIC);
+}
 
 // The object mapped in `pid` that holds the posix_trace:event probe, as its
 // path in /proc/PID/maps: the shared library when the process loaded it (or
-// is about to, held at its exec), else its executable when that has the probe (linked with libposixtrace.a);
-// empty when neither.
+// is about to, held at its exec), else its executable when that has the probe (linked with
+// libposixtrace.a); empty when neither.
 std::string user_event_object_of(pid_t pid)
 {
     std::string proc = "/proc/" + std::to_string(pid);
@@ -125,8 +128,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         remote_user_names_ = std::make_unique<RemoteUserEventNames>(target, object);
         binary = "/proc/" + std::to_string(target) + "/root" + object;
     }
-    KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
-                                 uint32_t(attributes.max_data_size), {}, {}};
+    KernelProgram::Config config{
+        ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size), {}, {}};
     locate_user_event_arguments(binary, config);
     // Every record is reserved in a ring created after this: stamped later.
     uint64_t rings_created_after_ns = monotonic_now();
@@ -187,17 +190,26 @@ int Stream::open_log(int log_fd)
         if (wakeup_)
             wake_drain();
     };
-    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(),
-                                  progress, log_);
+    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(), progress,
+                                  log_);
 }
 
-Stream::~Stream() { shutdown(); }
+Stream::~Stream()
+{
+    shutdown();
+}
 
-bool Stream::owned_by_this_process() const { return creator_pid_ == current_process_id(); }
+bool Stream::owned_by_this_process() const
+{
+    return creator_pid_ == current_process_id();
+}
 
 // ---- control -------------------------------------------------------------
 
-bool Stream::filtered_locked(trace_event_id_t id) const { return event_set_contains(filter_, id); }
+bool Stream::filtered_locked(trace_event_id_t id) const
+{
+    return event_set_contains(filter_, id);
+}
 
 pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const
 {
@@ -212,8 +224,8 @@ pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size
 
 // The queue stays sorted by timestamp (a loss report may be stamped before
 // events queued earlier).
-void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns,
-                                       const void *data, size_t size)
+void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
+                                       size_t size)
 {
     if (filtered_locked(id))
         return;
@@ -306,7 +318,7 @@ int Stream::clear()
     // until now; a record stamped earlier that is still being written is
     // dropped when it comes.
     uint64_t now = monotonic_now();
-    merger_.discard_all();
+    discard_recorded_locked();
     discard_before_ns_ = now;
     kernel_losses_seen_ = kernel_->losses();
     stream_losses_due_ = 0;
@@ -319,9 +331,10 @@ int Stream::clear()
     overrun_ = false;
     counters_ = {};
     losses_ = {};
+    refusals_seen_ = kernel_->refused_while_full();
+    refusals_read_ns_ = now;
     if (auto_stopped_) {
         auto_stopped_ = false;
-        refused_seen_ = kernel_->refused_while_full();
         resume_running_locked();
     }
     update_readable_locked();
@@ -426,7 +439,8 @@ log::FinalState Stream::final_state_locked()
     log::FinalState state{};
     state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
     state.status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
-    state.status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    state.status.posix_stream_overrun_status =
+        overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
     state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
     state.recorded = counters_.recorded;
@@ -442,7 +456,8 @@ std::vector<log::NamedType> Stream::event_types_locked() const
     for (trace_event_id_t id : builtin_event_ids())
         if (auto name = event_name_locked(id))
             types.push_back({id, *name});
-    auto user = remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
+    auto user =
+        remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
     for (trace_event_id_t id : user)
         if (auto name = event_name_locked(id))
             types.push_back({id, *name});
@@ -476,6 +491,14 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
         }
     }
     posix_trace_filter_data change{filter_, updated};
+    // In two steps around the filter event's stamp: what the new filter
+    // excludes stops before it, what it admits starts after it. So no event
+    // on either side of it contradicts it.
+    trace_event_set_t both = updated;
+    for (size_t i = 0; i < std::size(both.__bits); ++i)
+        both.__bits[i] |= filter_.__bits[i];
+    kernel_->set_filter(both);
+    uint64_t now = monotonic_now();
     filter_ = updated;
     kernel_->set_filter(filter_);
     // A thread event the new filter lets through needs its program attached:
@@ -487,7 +510,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
         return err;
     }
     if (running_)
-        queue_system_event_locked(POSIX_TRACE_FILTER, monotonic_now(), &change, sizeof change);
+        queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
     return 0;
 }
 
@@ -497,7 +520,10 @@ trace_event_set_t Stream::filter() const
     return filter_;
 }
 
-Attributes Stream::attributes() const { return attributes_; }
+Attributes Stream::attributes() const
+{
+    return attributes_;
+}
 
 posix_trace_status_info Stream::take_status()
 {
@@ -580,6 +606,7 @@ void Stream::drain_pass_locked()
 {
     uint64_t now = monotonic_now();
     report_kernel_losses_locked();
+    account_refusals_locked(now);
     RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
         [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
@@ -621,9 +648,8 @@ void Stream::report_kernel_losses_locked()
     losses_.runs_skipped += skipped;
     counters_.lost_in_kernel += lost;
     overrun_ = true;
-    uint64_t since = last_pass_ns_ > RingMerger::kClockMarginNs
-                         ? last_pass_ns_ - RingMerger::kClockMarginNs
-                         : 0;
+    uint64_t since =
+        last_pass_ns_ > RingMerger::kClockMarginNs ? last_pass_ns_ - RingMerger::kClockMarginNs : 0;
     queue_loss_events_locked({lost, 0, 0}, std::max(since, merger_.last_delivered_ns()));
 }
 
@@ -634,6 +660,28 @@ void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
      : kind == StreamLoss::Refused   ? losses_.refused
                                      : losses_.late) += count;
     overrun_ = true;
+}
+
+// What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
+// counts it, every pass and at each restart, so a refusal counted just after
+// a restart is not missed. While the stream is full, refusals join the report
+// its restart makes; otherwise they are reported like the kernel's losses, at
+// the time of the previous reading (they happened after it).
+void Stream::account_refusals_locked(uint64_t now_ns)
+{
+    uint64_t refused = kernel_->refused_while_full();
+    uint64_t fresh = refused - refusals_seen_, since = refusals_read_ns_;
+    refusals_seen_ = refused;
+    refusals_read_ns_ = now_ns;
+    if (!fresh)
+        return;
+    count_stream_loss_locked(StreamLoss::Refused, fresh);
+    if (auto_stopped_) {
+        lost_while_full_.in_stream += fresh;
+        return;
+    }
+    since = since > RingMerger::kClockMarginNs ? since - RingMerger::kClockMarginNs : 0;
+    queue_loss_events_locked({0, fresh, 0}, std::max(since, merger_.last_delivered_ns()));
 }
 
 // Records dropped on their way to the stream are reported by the next
@@ -668,6 +716,28 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         if (!filtered_locked(POSIX_TRACE_RESUME))
             store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
     }
+}
+
+// Drops what the kernel recorded and the merge has not delivered; returns
+// how many events that was. Processes still come and go: lifecycle records
+// are followed, and a notice is no event.
+uint64_t Stream::discard_recorded_locked()
+{
+    uint64_t events = 0;
+    merger_.discard_all([&](const pt_record &record) {
+        if (is_lifecycle_record(record))
+            follow_lifecycle_locked(record);
+        if (record.flags & PT_RECORD_NOTICE_ONLY)
+            return;
+        if (record.event_id == POSIX_TRACE_OVERFLOW) { // the kernel's report: its count
+            posix_trace_overflow_data lost;
+            std::memcpy(&lost, record.data, sizeof lost);
+            events += lost.lost;
+            return;
+        }
+        ++events;
+    });
+    return events;
 }
 
 bool Stream::is_thread_event(const pt_record &record)
@@ -784,7 +854,6 @@ void Stream::drop_oldest_locked()
 
 void Stream::auto_stop_locked(uint64_t timestamp_ns)
 {
-    refused_seen_ = kernel_->refused_while_full();
     kernel_->set_state(PT_STREAM_FULL);
     running_ = false;
     auto_stopped_ = true;
@@ -802,8 +871,8 @@ void Stream::auto_stop_locked(uint64_t timestamp_ns)
 void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
-    uint64_t lost = merger_.discard_all() // recorded before the kernel saw the stop
-                    + (kernel_->refused_while_full() - refused_seen_);
+    account_refusals_locked(now);
+    uint64_t lost = discard_recorded_locked(); // recorded before the kernel saw the stop
     lost_while_full_.in_stream += lost;
     count_stream_loss_locked(StreamLoss::Refused, lost);
     auto_stopped_ = false;
@@ -823,12 +892,14 @@ void Stream::auto_restart_locked()
 // start, and no stale record may reach the stream after it is read empty.
 void Stream::cancel_auto_restart_locked()
 {
-    auto_stopped_ = false;
     kernel_->set_state(PT_STREAM_SUSPENDED);
-    uint64_t lost = merger_.discard_all() + (kernel_->refused_while_full() - refused_seen_);
+    uint64_t now = monotonic_now();
+    account_refusals_locked(now);
+    uint64_t lost = discard_recorded_locked();
     lost_while_full_.in_stream += lost;
     count_stream_loss_locked(StreamLoss::Refused, lost);
-    accept_after_ns_ = monotonic_now();
+    accept_after_ns_ = now;
+    auto_stopped_ = false;
 }
 
 // ---- reading ---------------------------------------------------------------
@@ -863,8 +934,8 @@ void Stream::copy_out(const pt_record &record, const void *data, const EventDest
     info.posix_thread_id = pthread_t(record.thread_id);
     info.posix_timestamp = to_timespec(record.timestamp_ns);
     info.posix_tid = pid_t(record.tid);
-    info.posix_truncation_status =
-        record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD : POSIX_TRACE_NOT_TRUNCATED;
+    info.posix_truncation_status = record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD
+                                                                      : POSIX_TRACE_NOT_TRUNCATED;
     size_t length = record.data_len;
     if (to.capacity < length) {
         length = to.capacity;
@@ -1053,11 +1124,13 @@ void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
 {
     std::vector<trace_event_id_t> ids = builtin_event_ids();
     std::lock_guard lock(mutex_);
-    auto user = remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
+    auto user =
+        remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
     ids.insert(ids.end(), user.begin(), user.end());
     for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i)
         ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
-    auto next = type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
+    auto next =
+        type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
     if (next == ids.end()) {
         unavailable = 1;
         return;

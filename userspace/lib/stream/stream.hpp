@@ -7,10 +7,10 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,11 +110,13 @@ private:
     std::optional<timespec> drain_timeout_locked() const;
     void drain_pass_locked();
     void report_kernel_losses_locked();
+    void account_refusals_locked(uint64_t now_ns);
     enum class StreamLoss { Overwritten, Refused, Late };
     void count_stream_loss_locked(StreamLoss kind, uint64_t count);
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
+    uint64_t discard_recorded_locked();
     static bool is_thread_event(const pt_record &record);
     int select_thread_event_programs_locked();
     void follow_lifecycle_locked(const pt_record &record);
@@ -164,8 +166,8 @@ private:
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;
     uint64_t flush_until_ns_ = 0;
-    uint64_t safe_ns_ = 0;           // monotonic; everything older is delivered
-    uint64_t last_pass_ns_ = 0;      // monotonic; when the latest drain pass began
+    uint64_t safe_ns_ = 0;      // monotonic; everything older is delivered
+    uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
     uint64_t passes_ = 0;
     uint64_t accept_after_ns_ = 0;   // monotonic; older records are lost (UNTIL_FULL restart)
     uint64_t discard_before_ns_ = 0; // monotonic; older records were cleared
@@ -173,13 +175,14 @@ private:
     // recursion misses), reported or cleared already.
     KernelProgram::Losses kernel_losses_seen_{};
     uint64_t misses_seen_ = 0;
-    uint64_t stream_losses_due_ = 0;    // dropped here, not reported yet
+    uint64_t stream_losses_due_ = 0; // dropped here, not reported yet
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     LossReport head_loss_;           // LOOP dropped the oldest events
     bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
     LossReport lost_while_full_;     // UNTIL_FULL refused them
     uint64_t last_dropped_ns_ = 0;   // realtime; LOOP's latest overwritten event
-    uint64_t refused_seen_ = 0;      // kernel's refusal count when the stream filled
+    uint64_t refusals_seen_ = 0;     // kernel's UNTIL_FULL refusal count, accounted
+    uint64_t refusals_read_ns_ = 0;  // monotonic; when it was read last
     posix_trace_counters counters_{};
     posix_trace_loss_counters losses_{};
     std::optional<trace_event_id_t> type_cursor_;
