@@ -67,8 +67,15 @@ void Checker::on_event(const posix_trace_event_info &info, const void *data, siz
     trace_event_id_t id = info.posix_event_id;
     if (id == POSIX_TRACE_START) {
         state_ = State::Running;
+        ++starts_;
+        stopped_full_ = false;
     } else if (id == POSIX_TRACE_STOP) {
         state_ = State::Stopped;
+        posix_trace_stop_data cause{};
+        if (length >= sizeof cause)
+            std::memcpy(&cause, data, sizeof cause);
+        stops_by_call_ += cause.cause == POSIX_TRACE_STOP_BY_CALL;
+        stopped_full_ = cause.cause == POSIX_TRACE_STOP_STREAM_FULL;
     } else if (id == POSIX_TRACE_FILTER && length >= sizeof(posix_trace_filter_data)) {
         std::memcpy(&filter_, static_cast<const uint8_t *>(data) + sizeof(trace_event_set_t),
                     sizeof filter_);
@@ -206,6 +213,12 @@ std::vector<std::string> Checker::finish(const WorkloadCounts &counts, uint64_t 
         if (options_.usdt_event)
             account(usdt_[index], counts.emitted[index], "usdt");
     }
+    // The stream's own events count when lost too: outside a storm it made
+    // one start event, and one stop event unless it had stopped itself
+    // because it was full (posix_trace_stop on a suspended stream records
+    // nothing); a LOOP stream can overwrite the start. The events an
+    // UNTIL_FULL stream makes itself are never lost.
+    missing += (starts_ ? 0 : 1) + (stops_by_call_ || stopped_full_ ? 0 : 1);
     uint64_t other_losses = lost_ - lost_about_threads_;
     if (!options_.controls_storm) {
         if (options_.only_emitter_events ? missing != counted_lost : missing > counted_lost)

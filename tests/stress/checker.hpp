@@ -84,6 +84,8 @@ private:
     Sequence main_[kMaxEmitters], handler_[kMaxEmitters], usdt_[kMaxEmitters];
     std::map<pid_t, ThreadSwitches> switches_;
     uint64_t forks_ = 0, creates_ = 0, overflows_ = 0;
+    uint64_t starts_ = 0, stops_by_call_ = 0;
+    bool stopped_full_ = false; // the latest start or stop was a stop because full
     uint64_t violations_ = 0;
     std::vector<std::string> first_violations_;
     // The latest events, shown with the first violation.

@@ -790,7 +790,10 @@ void Stream::store_locked(const pt_record &record, const void *data)
             refuse_locked(record, data);
             return;
         }
-        if (!buffer_->fits(bytes + kStopEventBytes + kLossEventsBytes)) {
+        // A stop event may take the room kept for the stop event.
+        bool stop_event = record.event_id == POSIX_TRACE_STOP && record.cpu == UINT16_MAX;
+        size_t room_kept = stop_event ? 0 : kStopEventBytes + kLossEventsBytes;
+        if (!buffer_->fits(bytes + room_kept)) {
             auto_stop_locked(record.timestamp_ns);
             refuse_locked(record, data);
             return;
