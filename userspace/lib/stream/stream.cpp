@@ -349,6 +349,15 @@ int Stream::shutdown()
         if (shut_down_)
             return 0;
         if (log_ && drain_.joinable()) { // as posix_trace_stop, then a last flush
+            // Earlier flushes end first, so that their flush-stop events
+            // precede the stop event and reach the log (close() would wait
+            // for their blocks anyway).
+            while (!flushes_.empty() && !log_->done(flushes_.back())) {
+                lock.unlock();
+                usleep(100);
+                lock.lock();
+            }
+            check_flush_done_locked();
             bool was_running = running_;
             stop_locked(lock); // drains the rings when it stops a running stream
             if (!was_running)
