@@ -657,9 +657,15 @@ void Stream::report_kernel_losses_locked()
     losses_.runs_skipped += skipped;
     counters_.lost_in_kernel += lost;
     overrun_ = true;
-    uint64_t since =
-        last_pass_ns_ > RingMerger::kClockMarginNs ? last_pass_ns_ - RingMerger::kClockMarginNs : 0;
-    queue_loss_events_locked({lost, 0, 0}, std::max(since, merger_.last_delivered_ns()));
+    queue_loss_events_locked({lost, 0, 0}, report_time_locked(last_pass_ns_));
+}
+
+// When to stamp the report of something counted after a look at `looked_ns`:
+// there, less the clock margin, and never before what was delivered.
+uint64_t Stream::report_time_locked(uint64_t looked_ns) const
+{
+    uint64_t margin = RingMerger::kClockMarginNs;
+    return std::max(looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns());
 }
 
 void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
@@ -689,8 +695,7 @@ void Stream::account_refusals_locked(uint64_t now_ns)
         lost_while_full_.in_stream += fresh;
         return;
     }
-    since = since > RingMerger::kClockMarginNs ? since - RingMerger::kClockMarginNs : 0;
-    queue_loss_events_locked({0, fresh, 0}, std::max(since, merger_.last_delivered_ns()));
+    queue_loss_events_locked({0, fresh, 0}, report_time_locked(since));
 }
 
 // Records dropped on their way to the stream are reported by the next

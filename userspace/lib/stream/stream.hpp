@@ -111,6 +111,7 @@ private:
     void drain_pass_locked();
     void report_kernel_losses_locked();
     void account_refusals_locked(uint64_t now_ns);
+    uint64_t report_time_locked(uint64_t looked_ns) const;
     enum class StreamLoss { Overwritten, Refused, Late };
     void count_stream_loss_locked(StreamLoss kind, uint64_t count);
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
