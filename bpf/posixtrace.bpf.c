@@ -580,7 +580,13 @@ static __always_inline void report_unreported(struct pt_cpu_state *cpu_state, __
         return;
     }
     record->timestamp_ns = bpf_ktime_get_ns();
-    if (stream_state != PT_STREAM_RUNNING) { /* stopped meanwhile: as if before */
+    state_now = stream_state;
+    if (state_now != PT_STREAM_RUNNING || event_filtered(PT_EVENT_OVERFLOW)) {
+        /* changed meanwhile: as the checks above would have decided */
+        if (state_now == PT_STREAM_FULL)
+            __sync_fetch_and_add(&cpu_state->refused_full, lost);
+        else if (state_now == PT_STREAM_RUNNING)
+            __sync_fetch_and_add(&cpu_state->unreported_switches, lost);
         bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
         return;
     }
@@ -625,11 +631,14 @@ static __always_inline void check_switch_chain(struct task_struct *prev, struct 
         __u32 hidden_tgid = cpu_state->last_next_tgid, hidden_tid = cpu_state->last_next_tid;
         __u32 prev_tgid = TASK_FIELD(prev, tgid, trusted);
 
+        /* switched out unseen: td_switchfrom, td_sleep or td_preempt, and
+         * td_idle if the CPU went idle then */
         if (hidden_tid != 0 && process_traced(hidden_tgid))
             report_unreported(cpu_state, hidden_tgid, hidden_tid, 0,
                               td_recordable(hidden_tgid, hidden_tid, PT_TD_SWITCHFROM) +
                                   (td_recordable(hidden_tgid, hidden_tid, PT_TD_SLEEP) ||
-                                   td_recordable(hidden_tgid, hidden_tid, PT_TD_PREEMPT)));
+                                   td_recordable(hidden_tgid, hidden_tid, PT_TD_PREEMPT)) +
+                                  (prev_tid == 0 && td_recordable(hidden_tgid, hidden_tid, PT_TD_IDLE)));
         if (thread_traced(prev, trusted))
             report_unreported(cpu_state, prev_tgid, prev_tid, task_pthread_id(prev),
                               td_recordable(prev_tgid, prev_tid, PT_TD_SWITCHTO));
@@ -851,7 +860,8 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
     __u32 state_now;
 
     if (!record) {
-        __sync_fetch_and_add(&l->slot.state->lost, 1);
+        if (!l->flags) /* a notice is no event */
+            __sync_fetch_and_add(&l->slot.state->lost, 1);
         return NULL;
     }
     record->timestamp_ns = bpf_ktime_get_ns();

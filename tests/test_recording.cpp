@@ -16,8 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <string>
 #include <map>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,7 +46,10 @@ StreamGuard started_stream(Attr &attr)
     return stream;
 }
 
-uint64_t nanos(const timespec &t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec); }
+uint64_t nanos(const timespec &t)
+{
+    return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
 
 uint64_t realtime_ns()
 {
@@ -96,7 +100,8 @@ std::vector<Event> read_everything(trace_id_t trid, size_t limit = 1000000)
             break;
         Event e;
         e.info = g.info;
-        e.data.assign(g.data.begin(), g.data.begin() + std::ptrdiff_t(std::min(g.data_len, g.data.size())));
+        e.data.assign(g.data.begin(),
+                      g.data.begin() + std::ptrdiff_t(std::min(g.data_len, g.data.size())));
         events.push_back(std::move(e));
     }
     return events;
@@ -370,7 +375,8 @@ TEST_CASE("recording: events ping-ponged between two CPUs read back in emission 
             first_wrong = i;
             break;
         }
-    INFO("first event out of emission order at index " << first_wrong
+    INFO("first event out of emission order at index "
+         << first_wrong
          << (first_wrong < kTurns ? " (got " + std::to_string(order[first_wrong]) + ")" : ""));
     CHECK(first_wrong == kTurns);
 }
@@ -650,10 +656,9 @@ TEST_CASE("recording: every event is read or counted lost under load", "[recordi
 
     INFO("user events read: " << tally.user << " (" << read_concurrently
                               << " while recording), start/stop read: " << tally.start_stop
-                              << ", overflow lost sum: " << tally.lost
-                              << "; counters: recorded " << counters.recorded << ", lost_in_kernel "
-                              << counters.lost_in_kernel << ", lost_in_stream "
-                              << counters.lost_in_stream);
+                              << ", overflow lost sum: " << tally.lost << "; counters: recorded "
+                              << counters.recorded << ", lost_in_kernel " << counters.lost_in_kernel
+                              << ", lost_in_stream " << counters.lost_in_stream);
     CHECK(reader_errors.load() == 0);
     CHECK(tally.bad_len == 0);
     CHECK(tally.bad_overflow == 0);
@@ -711,12 +716,11 @@ TEST_CASE("recording: events of several threads keep per-thread order and global
         const Event &e = events[i];
         uint64_t ts = nanos(e.info.posix_timestamp);
         if (ts < previous && time_backwards++ == 0)
-            first_backwards = "event " + std::to_string(i) + " (id " +
-                              std::to_string(e.info.posix_event_id) + ", tid " +
-                              std::to_string(e.info.posix_tid) + ") is " +
-                              std::to_string(previous - ts) + " ns older than the one before (id " +
-                              std::to_string(previous_id) + ", tid " +
-                              std::to_string(previous_tid) + ")";
+            first_backwards =
+                "event " + std::to_string(i) + " (id " + std::to_string(e.info.posix_event_id) +
+                ", tid " + std::to_string(e.info.posix_tid) + ") is " +
+                std::to_string(previous - ts) + " ns older than the one before (id " +
+                std::to_string(previous_id) + ", tid " + std::to_string(previous_tid) + ")";
         previous = ts;
         previous_id = e.info.posix_event_id;
         previous_tid = e.info.posix_tid;
@@ -827,12 +831,68 @@ TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recor
     posix_trace_counters counters{};
     REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
     CHECK(counters.lost_in_kernel == kernel_lost);
+    // By cause: the ring was full (these events are no thread events, so no
+    // switch the kernel hid can be among them).
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(losses.ring_full + losses.runs_skipped == kernel_lost);
+    CHECK(losses.switches_unreported == 0);
+    CHECK(losses.overwritten + losses.refused + losses.late == counters.lost_in_stream);
+    CHECK(losses.late == 0);
+}
+
+TEST_CASE("recording: loss counters by cause and skipped program runs; EINVAL", "[recording]")
+{
+    Attr attr;
+    StreamGuard stream = started_stream(attr);
+    posix_trace_loss_counters losses;
+    std::memset(&losses, 0xff, sizeof losses);
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(losses.ring_full == 0);
+    CHECK(losses.overwritten == 0);
+    CHECK(losses.refused == 0);
+    CHECK(losses.late == 0);
+    CHECK(posix_trace_get_loss_counters(stream.get(), nullptr) == EINVAL);
+    CHECK(posix_trace_get_loss_counters(trace_id_t(0x7fffffff), &losses) == EINVAL);
+
+    // Every loaded program, by name; the sum of their skipped runs is what
+    // the stream counts (and reports) as runs_skipped.
+    size_t count = 0;
+    REQUIRE(posix_trace_get_skipped_runs(stream.get(), nullptr, 0, &count) == 0);
+    REQUIRE(count >= 4);
+    std::vector<posix_trace_program_runs> programs(count);
+    size_t again = 0;
+    REQUIRE(posix_trace_get_skipped_runs(stream.get(), programs.data(), programs.size(), &again) ==
+            0);
+    CHECK(again == count);
+    std::set<std::string> names;
+    uint64_t skipped = 0;
+    for (const auto &program : programs) {
+        names.insert(program.program);
+        skipped += program.skipped;
+    }
+    CHECK(names.count("user_event") == 1);
+    // the tp_btf program, or its raw_tp twin on a kernel whose BTF lacks the
+    // tracepoint (program names are cut at 15 characters)
+    CHECK(names.count("td_sched_switch") + names.count("td_sched_switch_raw") == 1);
+    CHECK(names.count("process_fork") + names.count("process_fork_raw") == 1);
+    REQUIRE(posix_trace_stop(stream.get()) == 0); // a pass reads the misses
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(losses.runs_skipped <= skipped);
+    posix_trace_program_runs one{};
+    REQUIRE(posix_trace_get_skipped_runs(stream.get(), &one, 1, &again) == 0); // a short array
+    CHECK(again == count);
+    CHECK(one.program[0] != 0);
+    CHECK(posix_trace_get_skipped_runs(stream.get(), nullptr, 1, &again) == EINVAL);
+    CHECK(posix_trace_get_skipped_runs(stream.get(), &one, 1, nullptr) == EINVAL);
+    CHECK(posix_trace_get_skipped_runs(trace_id_t(0x7fffffff), &one, 1, &again) == EINVAL);
 }
 
 // A stream that stopped itself because it was full, then stopped explicitly:
 // no automatic restart, but once read empty it is no longer full, and
 // posix_trace_start runs it again.
-TEST_CASE("recording: UNTIL_FULL stopped by the user while full can be started again", "[recording]")
+TEST_CASE("recording: UNTIL_FULL stopped by the user while full can be started again",
+          "[recording]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);

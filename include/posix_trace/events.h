@@ -4,6 +4,7 @@
 #ifndef POSIXTRACE_EVENTS_H
 #define POSIXTRACE_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <trace.h>
 
@@ -117,6 +118,18 @@ struct posix_trace_loss_counters {
                                      and committing its record can cause it */
 };
 int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
+
+/* The stream's BPF programs and how many of their runs the kernel skipped
+ * since they were loaded (runs_skipped above is the sum, reported as it
+ * grows). Fills up to `capacity` entries and sets *count to the number of
+ * programs (which may be larger). EINVAL for a bad trid or a NULL `count`,
+ * or a NULL `programs` with a non-zero capacity. */
+struct posix_trace_program_runs {
+    char program[32];   /* the BPF program's name, e.g. "td_sched_wakeup" */
+    uint64_t skipped;   /* bpf_prog_info.recursion_misses */
+};
+int posix_trace_get_skipped_runs(trace_id_t trid, struct posix_trace_program_runs *programs,
+                                 size_t capacity, size_t *count);
 
 #ifdef __cplusplus
 }

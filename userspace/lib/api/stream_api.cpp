@@ -140,6 +140,23 @@ POSIXTRACE_EXPORT int posix_trace_get_loss_counters(trace_id_t trid,
     return 0;
 }
 
+POSIXTRACE_EXPORT int posix_trace_get_skipped_runs(trace_id_t trid,
+                                                   posix_trace_program_runs *programs,
+                                                   size_t capacity, size_t *count)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !count || (!programs && capacity))
+        return EINVAL;
+    auto runs = stream->skipped_runs();
+    for (size_t i = 0; i < runs.size() && i < capacity; ++i) {
+        programs[i] = {};
+        std::strncpy(programs[i].program, runs[i].program.c_str(), sizeof programs[i].program - 1);
+        programs[i].skipped = runs[i].misses;
+    }
+    *count = runs.size();
+    return 0;
+}
+
 POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probes, size_t *attached)
 {
     auto stream = stream_of(trid);

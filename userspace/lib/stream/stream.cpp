@@ -316,11 +316,17 @@ int Stream::clear()
         return EINVAL;
     // What was recorded until now is gone, and so are the losses counted
     // until now; a record stamped earlier that is still being written is
-    // dropped when it comes.
-    uint64_t now = monotonic_now();
-    discard_recorded_locked();
-    discard_before_ns_ = now;
+    // dropped when it comes. The cut-off is read last: nothing recorded
+    // after it is discarded.
     kernel_losses_seen_ = kernel_->losses();
+    refusals_seen_ = kernel_->refused_while_full();
+    misses_seen_ = 0;
+    for (const auto &program : kernel_->recursion_misses())
+        misses_seen_ += program.misses;
+    discard_recorded_locked();
+    uint64_t now = monotonic_now();
+    discard_before_ns_ = now;
+    refusals_read_ns_ = now;
     stream_losses_due_ = 0;
     pending_system_.clear();
     buffer_->clear();
@@ -331,8 +337,6 @@ int Stream::clear()
     overrun_ = false;
     counters_ = {};
     losses_ = {};
-    refusals_seen_ = kernel_->refused_while_full();
-    refusals_read_ns_ = now;
     if (auto_stopped_) {
         auto_stopped_ = false;
         resume_running_locked();
@@ -401,8 +405,9 @@ int Stream::flush()
     if (shut_down_)
         return EINVAL;
     move_to_log_locked();
-    note_flush_start_locked(now);
-    if (buffer_->empty() && auto_stopped_)
+    // After what the flush took (it may hold events stamped after `now`).
+    note_flush_start_locked(std::max<uint64_t>(now, merger_.last_delivered_ns()));
+    if (auto_stopped_)
         auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
     update_readable_locked();
     return 0;
@@ -500,24 +505,24 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
         }
     }
     posix_trace_filter_data change{filter_, updated};
+    // A thread event the new filter lets through needs its program attached
+    // first: if the kernel refuses, the old filter stays and the caller is
+    // told.
+    filter_ = updated;
+    if (int err = select_thread_event_programs_locked()) {
+        filter_ = change.old_filter;
+        select_thread_event_programs_locked();
+        return err;
+    }
     // In two steps around the filter event's stamp: what the new filter
     // excludes stops before it, what it admits starts after it. So no event
     // on either side of it contradicts it.
     trace_event_set_t both = updated;
     for (size_t i = 0; i < std::size(both.__bits); ++i)
-        both.__bits[i] |= filter_.__bits[i];
+        both.__bits[i] |= change.old_filter.__bits[i];
     kernel_->set_filter(both);
     uint64_t now = monotonic_now();
-    filter_ = updated;
     kernel_->set_filter(filter_);
-    // A thread event the new filter lets through needs its program attached:
-    // if the kernel refuses, the old filter stays and the caller is told.
-    if (int err = select_thread_event_programs_locked()) {
-        filter_ = change.old_filter;
-        kernel_->set_filter(filter_);
-        select_thread_event_programs_locked();
-        return err;
-    }
     if (running_)
         queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
     return 0;
@@ -567,6 +572,12 @@ posix_trace_loss_counters Stream::loss_counters() const
 {
     std::lock_guard lock(mutex_);
     return losses_;
+}
+
+std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const
+{
+    std::lock_guard lock(mutex_);
+    return kernel_ ? kernel_->recursion_misses() : std::vector<KernelProgram::ProgramMisses>{};
 }
 
 // ---- recording: drain thread ---------------------------------------------
@@ -619,7 +630,10 @@ void Stream::drain_pass_locked()
     RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
         [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
-        [this](const pt_record &) { note_stream_loss_locked(StreamLoss::Late, 1); }};
+        [this](const pt_record &record) {
+            if (uint64_t events = drop_record_locked(record))
+                note_stream_loss_locked(StreamLoss::Late, events);
+        }};
     safe_ns_ = merger_.merge(now, pending_system_, sinks);
     last_pass_ns_ = now;
     ++passes_;
@@ -637,13 +651,16 @@ void Stream::drain_pass_locked()
 // every event stamped after the loss, whatever CPU recorded it.
 void Stream::report_kernel_losses_locked()
 {
-    uint64_t skipped = 0;
+    uint64_t skipped = 0, looked_ns = last_pass_ns_;
     if (passes_ % kMissesPeriodPasses == 0) {
         uint64_t misses = 0;
         for (const auto &program : kernel_->recursion_misses())
             misses += program.misses;
         skipped = misses > misses_seen_ ? misses - misses_seen_ : 0;
         misses_seen_ = std::max(misses_seen_, misses);
+        if (skipped) // they happened after the previous reading of the misses
+            looked_ns = std::min(looked_ns, misses_read_ns_);
+        misses_read_ns_ = last_pass_ns_;
     }
     KernelProgram::Losses counted = kernel_->losses();
     uint64_t ring_full = counted.ring_full - kernel_losses_seen_.ring_full;
@@ -657,7 +674,7 @@ void Stream::report_kernel_losses_locked()
     losses_.runs_skipped += skipped;
     counters_.lost_in_kernel += lost;
     overrun_ = true;
-    queue_loss_events_locked({lost, 0, 0}, report_time_locked(last_pass_ns_));
+    queue_loss_events_locked({lost, 0, 0}, report_time_locked(looked_ns));
 }
 
 // When to stamp the report of something counted after a look at `looked_ns`:
@@ -715,9 +732,10 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     if (record.flags & PT_RECORD_NOTICE_ONLY)
         return;
     if (record.timestamp_ns < discard_before_ns_)
-        return; // recorded before posix_trace_clear
-    if (record.timestamp_ns < accept_after_ns_) {
-        note_stream_loss_locked(StreamLoss::Refused, 1); // before an UNTIL_FULL restart
+        return;                                   // recorded before posix_trace_clear
+    if (record.timestamp_ns < accept_after_ns_) { // recorded before an UNTIL_FULL restart
+        if (uint64_t events = drop_record_locked(record))
+            note_stream_loss_locked(StreamLoss::Refused, events);
         return;
     }
     store_locked(record, data);
@@ -732,25 +750,30 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     }
 }
 
+// A record the stream does not deliver: processes still come and go, so a
+// lifecycle record is followed; returns how many events are lost with it (a
+// notice is no event, nor is a record from before posix_trace_clear; the
+// kernel's report about a thread stands for its count).
+uint64_t Stream::drop_record_locked(const pt_record &record)
+{
+    if (is_lifecycle_record(record))
+        follow_lifecycle_locked(record);
+    if ((record.flags & PT_RECORD_NOTICE_ONLY) || record.timestamp_ns < discard_before_ns_)
+        return 0;
+    if (record.event_id == POSIX_TRACE_OVERFLOW) {
+        posix_trace_overflow_data lost;
+        std::memcpy(&lost, record.data, sizeof lost);
+        return lost.lost;
+    }
+    return 1;
+}
+
 // Drops what the kernel recorded and the merge has not delivered; returns
-// how many events that was. Processes still come and go: lifecycle records
-// are followed, and a notice is no event.
+// how many events that was.
 uint64_t Stream::discard_recorded_locked()
 {
     uint64_t events = 0;
-    merger_.discard_all([&](const pt_record &record) {
-        if (is_lifecycle_record(record))
-            follow_lifecycle_locked(record);
-        if (record.flags & PT_RECORD_NOTICE_ONLY)
-            return;
-        if (record.event_id == POSIX_TRACE_OVERFLOW) { // the kernel's report: its count
-            posix_trace_overflow_data lost;
-            std::memcpy(&lost, record.data, sizeof lost);
-            events += lost.lost;
-            return;
-        }
-        ++events;
-    });
+    merger_.discard_all([&](const pt_record &record) { events += drop_record_locked(record); });
     return events;
 }
 

@@ -61,6 +61,7 @@ public:
     posix_trace_status_info take_status();
     posix_trace_counters counters() const;
     posix_trace_loss_counters loss_counters() const;
+    std::vector<KernelProgram::ProgramMisses> skipped_runs() const;
 
     // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
     // EINTR (a signal handler ran while waiting).
@@ -118,6 +119,7 @@ private:
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     uint64_t discard_recorded_locked();
+    uint64_t drop_record_locked(const pt_record &record);
     static bool is_thread_event(const pt_record &record);
     int select_thread_event_programs_locked();
     void follow_lifecycle_locked(const pt_record &record);
@@ -176,6 +178,7 @@ private:
     // recursion misses), reported or cleared already.
     KernelProgram::Losses kernel_losses_seen_{};
     uint64_t misses_seen_ = 0;
+    uint64_t misses_read_ns_ = 0;    // monotonic; when they were read last
     uint64_t stream_losses_due_ = 0; // dropped here, not reported yet
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     LossReport head_loss_;           // LOOP dropped the oldest events
