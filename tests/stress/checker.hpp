@@ -3,7 +3,8 @@
 // last for hours):
 // - timestamps never decrease;
 // - each emitter's sequences (main loop, signal handler, USDT ticks) only
-//   grow, with gaps only where losses reported before them cover the gap;
+//   grow, with gaps only where losses reported before them cover the gaps
+//   (the gaps so far never exceed the losses reported so far);
 // - no user event between a stop event and the next start event, none of a
 //   type the latest filter event filters out;
 // - td_switchto and td_switchfrom alternate for every thread, except where a
@@ -55,14 +56,14 @@ public:
 
 private:
     struct Sequence {
-        int64_t last = -1;         // last number seen
-        uint64_t lost_at_last = 0; // losses reported when it was seen
+        int64_t last = -1; // last number seen
         uint64_t delivered = 0;
     };
     struct ThreadSwitches {
         bool on_cpu = false;
         bool seen = false;
         uint64_t lost_at_last = 0;
+        uint64_t last_ts = 0;
         uint64_t to = 0, from = 0, sleep_or_preempt = 0;
         uint64_t hidden_in = 0, hidden_out = 0; // reported about this thread
     };
@@ -76,11 +77,12 @@ private:
     void check_switch_counts(const WorkloadCounts &counts, bool exact);
 
     CheckerOptions options_;
-    uint64_t events_ = 0, last_ts_ = 0, lost_ = 0, lost_about_threads_ = 0;
+    uint64_t events_ = 0, last_ts_ = 0, lost_ = 0, lost_about_threads_ = 0, gaps_ = 0;
     // Unknown after a loss: the lost events may have been starts or stops.
     enum class State { Stopped, Running, Unknown } state_ = State::Stopped;
     trace_event_set_t filter_;
     bool filter_known_ = true;
+    uint64_t last_loss_ts_ = 0; // of the latest report not about one thread
     Sequence main_[kMaxEmitters], handler_[kMaxEmitters], usdt_[kMaxEmitters];
     std::map<pid_t, ThreadSwitches> switches_;
     uint64_t forks_ = 0, creates_ = 0, overflows_ = 0;
