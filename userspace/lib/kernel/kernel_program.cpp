@@ -7,12 +7,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <iterator>
 #include <mutex>
 
@@ -52,7 +52,10 @@ void KernelProgram::SkeletonDeleter::operator()(posixtrace_bpf *skeleton) const
     posixtrace_bpf__destroy(skeleton);
 }
 
-void KernelProgram::LinkDeleter::operator()(bpf_link *link) const { bpf_link__destroy(link); }
+void KernelProgram::LinkDeleter::operator()(bpf_link *link) const
+{
+    bpf_link__destroy(link);
+}
 
 int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &out)
 {
@@ -69,7 +72,8 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     posixtrace_bpf *skel = program->skeleton_.get();
 
     for (int cpu = 0; cpu < cpus; ++cpu) {
-        UniqueFd ring(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pt_ring", 0, 0, config.ring_bytes, nullptr));
+        UniqueFd ring(
+            bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pt_ring", 0, 0, config.ring_bytes, nullptr));
         if (!ring)
             return errno_from(-errno);
         program->ring_fds_.push_back(std::move(ring));
@@ -83,9 +87,11 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
     program->choose_tracepoint_programs();
     // Smaller TD tables, to reach their limits (TD_NOCAPAB, TD_DBERR) in tests.
-    if (const char *threads = std::getenv("POSIXTRACE_TD_MAX_THREADS"); threads && std::atoi(threads) > 0)
+    if (const char *threads = std::getenv("POSIXTRACE_TD_MAX_THREADS");
+        threads && std::atoi(threads) > 0)
         bpf_map__set_max_entries(skel->maps.td_threads, unsigned(std::atoi(threads)));
-    if (const char *processes = std::getenv("POSIXTRACE_TD_MAX_PROCESSES"); processes && std::atoi(processes) > 0)
+    if (const char *processes = std::getenv("POSIXTRACE_TD_MAX_PROCESSES");
+        processes && std::atoi(processes) > 0)
         bpf_map__set_max_entries(skel->maps.td_processes, unsigned(std::atoi(processes)));
     if (int err = posixtrace_bpf__load(skel))
         return errno_from(err);
@@ -166,7 +172,8 @@ void KernelProgram::choose_tracepoint_programs()
         {"sched_process_exit", progs.process_exit, progs.process_exit_raw},
     };
     for (const Pair &pair : pairs) {
-        bool use_btf = !force_raw && libbpf_find_vmlinux_btf_id(pair.tracepoint, BPF_TRACE_RAW_TP) > 0;
+        bool use_btf =
+            !force_raw && libbpf_find_vmlinux_btf_id(pair.tracepoint, BPF_TRACE_RAW_TP) > 0;
         bpf_program__set_autoload(pair.btf, use_btf);
         bpf_program__set_autoload(pair.raw, !use_btf);
     }
@@ -193,7 +200,10 @@ int KernelProgram::attach_kernel_event_programs()
 }
 
 namespace {
-constexpr uint32_t td_bit(unsigned event) { return 1u << (event - 1); }
+constexpr uint32_t td_bit(unsigned event)
+{
+    return 1u << (event - 1);
+}
 } // namespace
 
 void KernelProgram::define_thread_event_groups()
@@ -208,7 +218,8 @@ void KernelProgram::define_thread_event_groups()
     group(td_bit(PT_TD_READY), {chosen(progs.td_sched_wakeup, progs.td_sched_wakeup_raw),
                                 chosen(progs.td_sched_wakeup_new, progs.td_sched_wakeup_new_raw)});
     group(td_bit(PT_TD_CATCHSIG), {chosen(progs.td_signal_deliver, progs.td_signal_deliver_raw)});
-    group(td_bit(PT_TD_LOCK_TRY) | td_bit(PT_TD_TIMEOUT), {progs.td_futex_enter, progs.td_futex_exit});
+    group(td_bit(PT_TD_LOCK_TRY) | td_bit(PT_TD_TIMEOUT),
+          {progs.td_futex_enter, progs.td_futex_exit});
     group(td_bit(PT_TD_PRI_INHERIT), {chosen(progs.td_pi_setprio, progs.td_pi_setprio_raw)});
     group(td_bit(PT_TD_REAP), {chosen(progs.td_process_free, progs.td_process_free_raw)});
 }
@@ -281,8 +292,8 @@ void KernelProgram::set_usdt_string_argument(trace_event_id_t event_id,
                                              std::optional<unsigned> index)
 {
     uint8_t value = index ? uint8_t(*index + 1) : 0;
-    __atomic_store_n(&skeleton_->bss->usdt_string_arg[event_id - POSIX_TRACE_USDT_EVENT_FIRST], value,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&skeleton_->bss->usdt_string_arg[event_id - POSIX_TRACE_USDT_EVENT_FIRST],
+                     value, __ATOMIC_RELAXED);
 }
 
 void KernelProgram::set_state(pt_stream_state state)
@@ -381,7 +392,8 @@ std::optional<std::pair<pid_t, pt_td_message>> KernelProgram::take_any_td_messag
         if (bpf_map_lookup_elem(fd, &key, &message) != 0 || message.tgid != uint32_t(tgid))
             continue;
         // Another reader may take it first: then look further.
-        if (bpf_map_lookup_and_delete_elem(fd, &key, &message) == 0 && message.tgid == uint32_t(tgid))
+        if (bpf_map_lookup_and_delete_elem(fd, &key, &message) == 0 &&
+            message.tgid == uint32_t(tgid))
             return std::pair{pid_t(key), message};
     }
     return std::nullopt;
@@ -406,11 +418,12 @@ uint64_t KernelProgram::refused_while_full() const
     return total;
 }
 
-std::vector<KernelProgram::ProgramMisses> KernelProgram::recursion_misses() const
+namespace {
+// Calls `each(program, misses)` for every loaded program.
+template <class Each> void for_each_loaded_program(bpf_object *object, Each each)
 {
-    std::vector<ProgramMisses> misses;
     bpf_program *program;
-    bpf_object__for_each_program(program, skeleton_->obj)
+    bpf_object__for_each_program(program, object)
     {
         int fd = bpf_program__fd(program);
         if (fd < 0)
@@ -418,9 +431,25 @@ std::vector<KernelProgram::ProgramMisses> KernelProgram::recursion_misses() cons
         bpf_prog_info info{};
         __u32 length = sizeof info;
         if (bpf_obj_get_info_by_fd(fd, &info, &length) == 0)
-            misses.push_back({bpf_program__name(program), info.recursion_misses});
+            each(program, uint64_t(info.recursion_misses));
     }
+}
+} // namespace
+
+std::vector<KernelProgram::ProgramMisses> KernelProgram::recursion_misses() const
+{
+    std::vector<ProgramMisses> misses;
+    for_each_loaded_program(skeleton_->obj, [&](bpf_program *program, uint64_t count) {
+        misses.push_back({bpf_program__name(program), count});
+    });
     return misses;
+}
+
+uint64_t KernelProgram::recursion_misses_total() const
+{
+    uint64_t total = 0;
+    for_each_loaded_program(skeleton_->obj, [&](bpf_program *, uint64_t count) { total += count; });
+    return total;
 }
 
 namespace {
@@ -470,7 +499,8 @@ std::string object_path_of(const void *address)
             for (int i = 0; i < info->dlpi_phnum; ++i) {
                 const ElfW(Phdr) &ph = info->dlpi_phdr[i];
                 uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-                if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz) {
+                if (ph.p_type == PT_LOAD && s->address >= start &&
+                    s->address < start + ph.p_memsz) {
                     s->path = info->dlpi_name ? info->dlpi_name : "";
                     s->found = true;
                     return 1;

@@ -118,6 +118,8 @@ public:
         uint64_t misses;
     };
     std::vector<ProgramMisses> recursion_misses() const;
+    // Their sum, without naming them (the drain thread's periodic read).
+    uint64_t recursion_misses_total() const;
 
 private:
     struct SkeletonDeleter {

@@ -320,9 +320,7 @@ int Stream::clear()
     // after it is discarded.
     kernel_losses_seen_ = kernel_->losses();
     refusals_seen_ = kernel_->refused_while_full();
-    misses_seen_ = 0;
-    for (const auto &program : kernel_->recursion_misses())
-        misses_seen_ += program.misses;
+    misses_seen_ = kernel_->recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
     discard_before_ns_ = now;
@@ -653,9 +651,7 @@ void Stream::report_kernel_losses_locked()
 {
     uint64_t skipped = 0, looked_ns = last_pass_ns_;
     if (passes_ % kMissesPeriodPasses == 0) {
-        uint64_t misses = 0;
-        for (const auto &program : kernel_->recursion_misses())
-            misses += program.misses;
+        uint64_t misses = kernel_->recursion_misses_total();
         skipped = misses > misses_seen_ ? misses - misses_seen_ : 0;
         misses_seen_ = std::max(misses_seen_, misses);
         if (skipped) // they happened after the previous reading of the misses
