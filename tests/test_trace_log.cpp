@@ -458,6 +458,75 @@ TEST_CASE("posix_trace_create_withlog checks its descriptor", "[log]")
     }
 }
 
+TEST_CASE("the default stream full policy is FLUSH with a log and LOOP without", "[log]")
+{
+    auto policy_of = [](trace_id_t trid) {
+        trace_attr_t attr;
+        REQUIRE(posix_trace_get_attr(trid, &attr) == 0);
+        int policy = -1;
+        REQUIRE(posix_trace_attr_getstreamfullpolicy(&attr, &policy) == 0);
+        posix_trace_attr_destroy(&attr);
+        return policy;
+    };
+    TempFile file;
+    trace_id_t trid;
+    SECTION("no attributes object")
+    {
+        REQUIRE(posix_trace_create_withlog(0, nullptr, file.fd(), &trid) == 0);
+        StreamGuard with_log(trid);
+        CHECK(policy_of(trid) == POSIX_TRACE_FLUSH);
+        REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
+        StreamGuard without_log(trid);
+        CHECK(policy_of(trid) == POSIX_TRACE_LOOP);
+    }
+    SECTION("one object nobody set a policy on serves both kinds of stream")
+    {
+        Attr untouched;
+        REQUIRE(posix_trace_create_withlog(0, &untouched.attr, file.fd(), &trid) == 0);
+        StreamGuard with_log(trid);
+        CHECK(policy_of(trid) == POSIX_TRACE_FLUSH);
+        REQUIRE(posix_trace_create(0, &untouched.attr, &trid) == 0);
+        StreamGuard without_log(trid);
+        CHECK(policy_of(trid) == POSIX_TRACE_LOOP);
+    }
+    SECTION("a policy the user chose is kept")
+    {
+        Attr loop;
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&loop.attr, POSIX_TRACE_LOOP) == 0);
+        REQUIRE(posix_trace_create_withlog(0, &loop.attr, file.fd(), &trid) == 0);
+        StreamGuard with_log(trid);
+        CHECK(policy_of(trid) == POSIX_TRACE_LOOP);
+    }
+    SECTION("the default FLUSH stream flushes: a full stream loses nothing")
+    {
+        Attr small;
+        REQUIRE(posix_trace_attr_setstreamsize(&small.attr, 64 * 1024) == 0);
+        {
+            StreamGuard stream = make_logged_stream(file.fd(), &small.attr);
+            trace_event_id_t id = user_event("log.default.flush");
+            REQUIRE(posix_trace_start(stream.get()) == 0);
+            for (int i = 0; i < 20000; ++i) {
+                posix_trace_event(id, &i, sizeof i);
+                if (i % 50 == 49) // the rate of the FLUSH test below
+                    usleep(1000);
+            }
+            REQUIRE(stream.shutdown() == 0);
+        }
+        LogGuard log(file.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        REQUIRE(read.error == 0);
+        auto events = user_events_of(read.events, user_event("log.default.flush"));
+        REQUIRE(events.size() == 20000);
+        for (int i = 0; i < 20000; ++i) {
+            int value;
+            REQUIRE(events[size_t(i)].data.size() == sizeof value);
+            std::memcpy(&value, events[size_t(i)].data.data(), sizeof value);
+            REQUIRE(value == i);
+        }
+    }
+}
+
 TEST_CASE("log full policies with a small log-max-size", "[log]")
 {
     const size_t count = 3000; // about 500 KB of events

@@ -34,6 +34,7 @@ int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log
             return EINVAL;
         attributes = *given;
     }
+    attributes = attributes.for_stream(log_fd >= 0);
     if (attributes.stream_full_policy == POSIX_TRACE_FLUSH && log_fd < 0)
         return EINVAL; // only meaningful for a stream with a log
     if (pid == 0)

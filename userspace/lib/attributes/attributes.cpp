@@ -26,6 +26,15 @@ Attributes Attributes::defaults()
     return a;
 }
 
+Attributes Attributes::for_stream(bool with_log) const
+{
+    Attributes settled = *this;
+    if (!stream_full_policy_chosen)
+        settled.stream_full_policy = with_log ? POSIX_TRACE_FLUSH : POSIX_TRACE_LOOP;
+    settled.stream_full_policy_chosen = true;
+    return settled;
+}
+
 int Attributes::set_name(const char *value)
 {
     if (!value)
@@ -49,6 +58,7 @@ int Attributes::set_stream_full_policy(int policy)
         policy != POSIX_TRACE_FLUSH)
         return EINVAL;
     stream_full_policy = policy;
+    stream_full_policy_chosen = true;
     return 0;
 }
 

@@ -19,6 +19,9 @@ struct Attributes {
     uint32_t magic;
     int inheritance;
     int stream_full_policy;
+    // False until the user sets the stream full policy: the default then
+    // depends on the stream, LOOP without a log and FLUSH with one (POSIX).
+    bool stream_full_policy_chosen;
     int log_full_policy;
     size_t stream_size;
     size_t max_data_size;
@@ -27,6 +30,9 @@ struct Attributes {
     char name[TRACE_NAME_MAX];
 
     static Attributes defaults();
+    // The attributes a stream is created with: the defaults that depend on
+    // whether it has a log settled.
+    Attributes for_stream(bool with_log) const;
 
     int set_name(const char *name);
     int set_inheritance(int policy);
