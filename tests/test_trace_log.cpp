@@ -741,6 +741,91 @@ TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
     }
 }
 
+namespace {
+
+// Where `run` sits in `all` as one unbroken stretch, in order; npos if it
+// does not.
+size_t position_as_run(const std::vector<Event> &run, const std::vector<Event> &all)
+{
+    if (run.empty())
+        return 0;
+    for (size_t start = 0; start + run.size() <= all.size(); ++start) {
+        if (!same_event(run[0], all[start]))
+            continue;
+        for (size_t i = 1; i < run.size(); ++i)
+            if (!same_event(run[i], all[start + i]))
+                return std::string::npos;
+        return start;
+    }
+    return std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log]")
+{
+    TempFile original, file;
+    Attr a;
+    SECTION("the first 60% of a 16 MiB LOOP log of a FLUSH stream holds all 400 events")
+    {
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+        REQUIRE(posix_trace_attr_setlogsize(&a.attr, 16u << 20) == 0);
+        std::vector<Event> all = write_user_event_log(original, 400, &a.attr);
+        REQUIRE(user_events_of(all, user_event("log.test")).size() == 400);
+        auto bytes = original.bytes();
+        file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(bytes.size() * 6 / 10)});
+        LogGuard log(file.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        REQUIRE(read.events.size() == all.size());
+        for (size_t i = 0; i < all.size(); ++i)
+            REQUIRE(same_event(read.events[i], all[i]));
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        CHECK(status.posix_log_overrun_status == POSIX_TRACE_NO_OVERRUN);
+    }
+
+    int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_APPEND);
+    bool wraps = GENERATE(false, true);
+    // A log of 256 KiB: LOOP slots of 64 KiB, which 2,000 events overrun.
+    size_t count = wraps ? 2000 : 300;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, policy) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 256 * 1024) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    std::vector<Event> all = write_user_event_log(original, count, &a.attr);
+    auto bytes = original.bytes();
+    std::mt19937 random(unsigned(policy * 2 + wraps));
+    for (int round = 0; round < 30; ++round) {
+        size_t cut = 1024 + random() % (bytes.size() - 1024);
+        INFO("policy " << policy << (wraps ? ", wrapped" : "") << ", cut at " << cut << " of "
+                       << bytes.size());
+        file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
+        LogGuard log(file.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        size_t start = position_as_run(read.events, all);
+        REQUIRE(start != std::string::npos);
+        // The slots of a wrapped LOOP log are not in time order in the file:
+        // a cut may take the oldest, and what is read is the newest run.
+        if (!(policy == POSIX_TRACE_LOOP && wraps)) {
+            CHECK(start == 0);
+            // What is missing is what was cut off, and at most the block the
+            // cut fell in.
+            size_t missing_bytes = 0;
+            for (size_t i = read.events.size(); i < all.size(); ++i)
+                missing_bytes += (48 + all[i].data.size() + 7) / 8 * 8;
+            CHECK(missing_bytes <= bytes.size() - cut + 256 * 1024);
+        }
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        if (policy == POSIX_TRACE_LOOP && start > 0)
+            CHECK(status.posix_log_overrun_status == POSIX_TRACE_OVERRUN);
+    }
+}
+
 TEST_CASE("a tracer killed while writing leaves a log whose complete blocks all read", "[log]")
 {
     std::string helper = helper_path("log_writer");

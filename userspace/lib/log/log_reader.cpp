@@ -124,9 +124,12 @@ int LogReader::read_header()
     if (!known_policies) // a header no writer makes: its attributes would be garbage
         return EINVAL;
     bool loop = a.log_full_policy == POSIX_TRACE_LOOP;
+    // A LOOP log's slots may run past the end of the file: a copy cut short
+    // keeps the slots before the cut, and they are read.
     if (loop != (slot_size_ != 0) ||
         (loop && (slot_size_ <= kBlockHeaderSize || slot_size_ > kMaxBlockPayload ||
-                  slot_count_ == 0 || slot_count_ > (file_size_ - data_offset_) / slot_size_)))
+                  slot_count_ == 0 || slot_count_ > (uint64_t(1) << 48) / slot_size_ ||
+                  slot_count_ > std::max<uint64_t>(2, a.log_size / slot_size_))))
         return EINVAL;
     attributes_ = a;
     return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, names_);
@@ -194,24 +197,60 @@ posix_trace_status_info LogReader::status() const
 // ---- blocks --------------------------------------------------------------------
 
 // LOOP: the newest block is the one with the highest sequence in its own
-// slot; the slots before it, in sequence order, hold the older ones.
+// slot; the slots before it, in sequence order, hold the older ones. In a log
+// cut short, the slots past the cut are gone: reading starts after the newest
+// of them, so what is read runs without a gap up to the newest block.
 void LogReader::index_loop_slots()
 {
     any_block_ = false;
     newest_sequence_ = 0;
-    for (uint64_t slot = 0; slot < slot_count_; ++slot) {
-        uint8_t header[kBlockHeaderSize];
-        if (!read_exact(data_offset_ + slot * slot_size_, header, sizeof header) ||
-            load<uint32_t>(header) != kBlockMagic)
-            continue;
-        uint64_t sequence = load<uint64_t>(header + 8);
-        if (sequence % slot_count_ != slot)
-            continue;
-        if (!any_block_ || sequence > newest_sequence_)
-            newest_sequence_ = sequence;
-        any_block_ = true;
+    uint64_t slots_in_file = (file_size_ - data_offset_ + slot_size_ - 1) / slot_size_;
+    for (uint64_t slot = 0; slot < std::min(slot_count_, slots_in_file); ++slot) {
+        if (auto sequence = sequence_in_slot(slot);
+            sequence && (!any_block_ || *sequence > newest_sequence_)) {
+            newest_sequence_ = *sequence;
+            any_block_ = true;
+        }
     }
     next_sequence_ = newest_sequence_ >= slot_count_ ? newest_sequence_ - slot_count_ + 1 : 0;
+    if (!any_block_)
+        return;
+    for (uint64_t sequence = newest_sequence_; sequence-- > next_sequence_;) {
+        if (slot_cut_off(sequence)) {
+            next_sequence_ = sequence + 1;
+            break;
+        }
+    }
+    if (!trailer_offset_ && next_sequence_ > 0)
+        status_.posix_log_overrun_status = POSIX_TRACE_OVERRUN; // older events are gone
+}
+
+// The sequence of the block a slot holds, if it has a block header of its own.
+std::optional<uint64_t> LogReader::sequence_in_slot(uint64_t slot) const
+{
+    uint8_t header[kBlockHeaderSize];
+    if (!read_exact(data_offset_ + slot * slot_size_, header, sizeof header) ||
+        load<uint32_t>(header) != kBlockMagic)
+        return std::nullopt;
+    uint64_t sequence = load<uint64_t>(header + 8);
+    if (sequence % slot_count_ != slot)
+        return std::nullopt;
+    return sequence;
+}
+
+// Whether the slot of `sequence` lies past the end of the file without that
+// block whole before it: a cut, not damage.
+bool LogReader::slot_cut_off(uint64_t sequence) const
+{
+    uint64_t offset = data_offset_ + (sequence % slot_count_) * slot_size_;
+    if (offset + slot_size_ <= file_size_)
+        return false;
+    uint8_t header[kBlockHeaderSize];
+    if (!read_exact(offset, header, sizeof header) || load<uint32_t>(header) != kBlockMagic ||
+        load<uint64_t>(header + 8) != sequence)
+        return true;
+    uint64_t payload = load<uint32_t>(header + 16);
+    return file_size_ - offset - kBlockHeaderSize < payload;
 }
 
 void LogReader::rewind()

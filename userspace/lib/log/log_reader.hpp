@@ -48,6 +48,8 @@ private:
     static int parse_name_table(const uint8_t *at, size_t length,
                                 std::map<trace_event_id_t, std::string> &into);
     void index_loop_slots();
+    std::optional<uint64_t> sequence_in_slot(uint64_t slot) const;
+    bool slot_cut_off(uint64_t sequence) const;
     // Loads the next block into block_; false at the end (error_ set on damage).
     bool load_next_block();
     bool load_block_at(uint64_t offset, uint64_t expected_sequence, bool may_be_torn);
