@@ -19,10 +19,12 @@ extern "C" {
 /* ---- Limits ------------------------------------------------------------ */
 
 /* The name limits are buffer sizes, terminating NUL included: an event type
- * name has at most 127 characters and a trace name at most 63. A longer name
- * is truncated to that many characters (POSIX: "truncated to one less than
- * the length of {TRACE_NAME_MAX}"), never refused; a buffer of
- * TRACE_EVENT_NAME_MAX or TRACE_NAME_MAX bytes holds any name returned. */
+ * name has at most 127 characters and a trace name at most 63. A longer
+ * event type name is refused with ENAMETOOLONG (posix_trace_eventid_open,
+ * posix_trace_trid_eventid_open); a longer trace name is truncated to 63
+ * characters (POSIX: "truncated to one less than the length of
+ * {TRACE_NAME_MAX}"). A buffer of TRACE_EVENT_NAME_MAX or TRACE_NAME_MAX
+ * bytes holds any name returned. */
 #define TRACE_EVENT_NAME_MAX 128
 #define TRACE_NAME_MAX 64
 #define TRACE_USER_EVENT_MAX 1024
