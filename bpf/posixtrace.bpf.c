@@ -1035,3 +1035,34 @@ int link_map_changed(struct pt_regs *ctx)
     lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, 0);
     return 0;
 }
+
+/* posix_trace:eventid_open(id, name) in libposixtrace, at each new name: a
+ * notice the stream keeps for naming the process's events, whatever it
+ * records. */
+SEC("usdt")
+int user_event_name(struct pt_regs *ctx)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct lifecycle l;
+    struct pt_record *record;
+    struct pt_user_name *name;
+    long id = 0, address = 0, copied;
+
+    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_USER_NAME, true))
+        return 0;
+    bpf_usdt_arg(ctx, 0, &id);
+    bpf_usdt_arg(ctx, 1, &address);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + sizeof(struct pt_user_name));
+    if (!record)
+        return 0;
+    name = (struct pt_user_name *)record->data;
+    name->event_id = (__u32)id;
+    copied = bpf_probe_read_user_str(name->name, PT_USER_NAME_MAX, (const void *)address);
+    if (copied <= 0) { /* unreadable: no name, the reader falls back on memory */
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        return 0;
+    }
+    name->length = (__u32)copied - 1;
+    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, sizeof(struct pt_user_name));
+    return 0;
+}

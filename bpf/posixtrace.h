@@ -65,6 +65,19 @@ enum pt_record_flags {
  * of loaded objects (dlopen, dlclose, start-up), so new probes may be due. */
 #define PT_EVENT_LINK_MAP_CHANGED 15
 
+/* Never delivered: a traced process registered a user event name
+ * (posix_trace_eventid_open); data: struct pt_user_name. Names travel in-band
+ * with the events, so they survive the process and reach every log. */
+#define PT_EVENT_USER_NAME 14
+/* Bytes of a user event name, NUL included (TRACE_EVENT_NAME_MAX). */
+#define PT_USER_NAME_MAX 128
+
+struct pt_user_name {
+    __u32 event_id; /* the id in the registering process */
+    __u32 length;   /* bytes of name, NUL excluded */
+    char name[PT_USER_NAME_MAX];
+};
+
 /* Bytes of the executable's path an exec record carries, NUL included. */
 #define PT_EXEC_PATH_MAX 256
 

@@ -700,8 +700,10 @@ TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
             file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
             LogGuard log(file.path());
             if (log.open_error() != 0) {
+                uint32_t header_size;
+                std::memcpy(&header_size, bytes.data() + 12, sizeof header_size);
                 CHECK(log.open_error() == EINVAL);
-                CHECK(cut < 1024); // only a cut header is refused
+                CHECK(cut < header_size); // only a cut header is refused
                 continue;
             }
             LogRead read = read_log(log.get());
@@ -798,12 +800,18 @@ TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log]"
     auto bytes = original.bytes();
     std::mt19937 random(unsigned(policy * 2 + wraps));
     for (int round = 0; round < 30; ++round) {
-        size_t cut = 1024 + random() % (bytes.size() - 1024);
+        size_t cut = random() % bytes.size();
         INFO("policy " << policy << (wraps ? ", wrapped" : "") << ", cut at " << cut << " of "
                        << bytes.size());
         file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
         LogGuard log(file.path());
-        REQUIRE(log.open_error() == 0);
+        if (log.open_error() != 0) { // only a cut header is refused
+            uint32_t header_size;
+            std::memcpy(&header_size, bytes.data() + 12, sizeof header_size);
+            CHECK(log.open_error() == EINVAL);
+            CHECK(cut < header_size); // a header cut after its end reads as a log with no block
+            continue;
+        }
         LogRead read = read_log(log.get());
         CHECK(read.error == 0);
         size_t start = position_as_run(read.events, all);

@@ -17,7 +17,20 @@ std::optional<std::string_view> builtin_event_name(trace_event_id_t id);
 const std::vector<trace_event_id_t> &builtin_event_ids();
 
 // The user event names of this process (posix_trace_eventid_open): ids are
-// given in order of registration and never change.
+// given in order of registration and never change. A child gets a copy at
+// fork, unless a stream traces this process with POSIX_TRACE_INHERITED: its
+// children then share the table, so every process of the stream maps a name
+// to the same id, as POSIX asks with the Trace Inherit option.
+// Held by a stream tracing this process with POSIX_TRACE_INHERITED: the
+// children forked meanwhile share this process's user event names.
+class SharedUserEventNames {
+public:
+    SharedUserEventNames();
+    ~SharedUserEventNames();
+    SharedUserEventNames(const SharedUserEventNames &) = delete;
+    SharedUserEventNames &operator=(const SharedUserEventNames &) = delete;
+};
+
 class UserEventRegistry {
 public:
     static UserEventRegistry &instance();
@@ -28,9 +41,12 @@ public:
     std::vector<trace_event_id_t> ids() const;
 
 private:
-    mutable std::mutex mutex_;
-    std::vector<std::string> names_;
-    std::unordered_map<std::string, trace_event_id_t> ids_;
+    std::optional<trace_event_id_t> cached(const std::string &name) const;
+
+    mutable std::mutex cache_mutex_;
+    // Names seen in the table by this process: entries never change, so a
+    // cached id stays right after a fork.
+    mutable std::unordered_map<std::string, trace_event_id_t> cache_;
 };
 
 } // namespace posixtrace

@@ -275,6 +275,16 @@ int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
     return 0;
 }
 
+int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary)
+{
+    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.user_event_name, pid, binary.c_str(),
+                                              "posix_trace", "eventid_open", nullptr);
+    if (!link)
+        return errno_from(-errno);
+    links_.emplace_back(link);
+    return 0;
+}
+
 int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
                                      const std::string &provider, const std::string &name,
                                      trace_event_id_t event_id)

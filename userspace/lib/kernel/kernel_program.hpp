@@ -53,6 +53,8 @@ public:
 
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
     int attach_user_event_probe(pid_t pid, const std::string &binary);
+    // libposixtrace's posix_trace:eventid_open probe: names in-band.
+    int attach_user_name_probe(pid_t pid, const std::string &binary);
 
     // Attaches the link-map hook to the dynamic linker `binary`.
     int attach_link_map_hook(pid_t pid, const std::string &binary);

@@ -92,7 +92,7 @@ int LogReader::read_header()
     uint32_t header_size = load<uint32_t>(fixed + 12);
     data_offset_ = load<uint64_t>(fixed + 16);
     if (header_size < kHeaderFixedSize + 8 || header_size > (16u << 20) ||
-        data_offset_ < header_size || data_offset_ % 8 || data_offset_ > file_size_)
+        data_offset_ < header_size || data_offset_ % 8 || data_offset_ > (uint64_t(1) << 48))
         return EINVAL;
     std::vector<uint8_t> header(header_size);
     if (!read_exact(0, header.data(), header.size()) ||
@@ -204,7 +204,8 @@ void LogReader::index_loop_slots()
 {
     any_block_ = false;
     newest_sequence_ = 0;
-    uint64_t slots_in_file = (file_size_ - data_offset_ + slot_size_ - 1) / slot_size_;
+    uint64_t slots_in_file = // none in a log cut before its first block
+        file_size_ > data_offset_ ? (file_size_ - data_offset_ + slot_size_ - 1) / slot_size_ : 0;
     for (uint64_t slot = 0; slot < std::min(slot_count_, slots_in_file); ++slot) {
         if (auto sequence = sequence_in_slot(slot);
             sequence && (!any_block_ || *sequence > newest_sequence_)) {

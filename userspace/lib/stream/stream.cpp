@@ -63,32 +63,6 @@ uint64_t monotonic_now()
 // path in /proc/PID/maps: the shared library when the process loaded it (or
 // is about to, held at its exec), else its executable when that has the probe (linked with
 // libposixtrace.a); empty when neither.
-std::string user_event_object_of(pid_t pid)
-{
-    std::string proc = "/proc/" + std::to_string(pid);
-    std::ifstream maps(proc + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-        auto slash = line.find('/');
-        if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
-            return line.substr(slash);
-    }
-    std::string root = proc + "/root";
-    for (const auto &library : pending_libraries(pid))
-        if (library.find("libposixtrace.so", root.size()) != std::string::npos)
-            return library.substr(root.size());
-    char exe[4096];
-    ssize_t length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-    if (length <= 0)
-        return {};
-    std::string path(exe, size_t(length));
-    std::vector<UsdtProbe> probes;
-    if (read_usdt_probes(proc + "/root" + path, probes) == 0)
-        for (const auto &probe : probes)
-            if (probe.provider == "posix_trace" && probe.name == "event")
-                return path;
-    return {};
-}
 
 void drain_eventfd(int fd)
 {
@@ -117,6 +91,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
+    user_events_ = std::make_unique<StreamUserEvents>(target);
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
         if (int err = open_log(log_fd))
             return err;
@@ -125,7 +100,6 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (target == getpid()) {
         binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
     } else if (std::string object = user_event_object_of(target); !object.empty()) {
-        remote_user_names_ = std::make_unique<RemoteUserEventNames>(target, object);
         binary = "/proc/" + std::to_string(target) + "/root" + object;
     }
     KernelProgram::Config config{
@@ -138,6 +112,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (int err = SystemSlot::acquire(slot_))
         return err;
     bool inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
+    if (inherit && target == getpid())
+        shared_names_.emplace(); // one numbering for the stream's processes
     kernel_->set_inherit_children(inherit);
     if (int err = kernel_->trace_process(target))
         return err;
@@ -468,9 +444,7 @@ std::vector<log::NamedType> Stream::event_types_locked() const
     for (trace_event_id_t id : builtin_event_ids())
         if (auto name = event_name_locked(id))
             types.push_back({id, *name});
-    auto user =
-        remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
-    for (trace_event_id_t id : user)
+    for (trace_event_id_t id : user_events_->ids())
         if (auto name = event_name_locked(id))
             types.push_back({id, *name});
     for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i) {
@@ -734,6 +708,14 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
             note_stream_loss_locked(StreamLoss::Refused, events);
         return;
     }
+    if (is_user_event(record)) { // in the numbering of the stream, not of the process
+        pt_record header = record;
+        header.event_id = user_events_->stream_id(pid_t(record.pid), record.event_id);
+        if (header.event_id != record.event_id && filtered_locked(header.event_id))
+            return;
+        store_locked(header, data);
+        return;
+    }
     store_locked(record, data);
     if (record.event_id == POSIX_TRACE_OVERFLOW) { // the kernel's report about a thread
         posix_trace_overflow_data lost;
@@ -779,10 +761,17 @@ bool Stream::is_thread_event(const pt_record &record)
            record.event_id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT;
 }
 
+bool Stream::is_user_event(const pt_record &record)
+{
+    return record.cpu != UINT16_MAX && record.event_id >= POSIX_TRACE_USER_EVENT_FIRST &&
+           record.event_id < POSIX_TRACE_USDT_EVENT_FIRST;
+}
+
 bool Stream::is_lifecycle_record(const pt_record &record)
 {
     return record.event_id == PT_EVENT_PROCESS_FORK || record.event_id == PT_EVENT_PROCESS_EXEC ||
-           record.event_id == PT_EVENT_PROCESS_EXIT || record.event_id == PT_EVENT_LINK_MAP_CHANGED;
+           record.event_id == PT_EVENT_PROCESS_EXIT || record.event_id == PT_EVENT_LINK_MAP_CHANGED ||
+           record.event_id == PT_EVENT_USER_NAME;
 }
 
 // A new image or new libraries in a traced process: attach their probes.
@@ -794,12 +783,32 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
         return; // a system event the stream made, not the kernel
     pid_t pid = pid_t(record.pid);
     switch (record.event_id) {
+    case PT_EVENT_PROCESS_FORK:
+        if (record.data_len >= 8) {
+            uint32_t child;
+            std::memcpy(&child, record.data + 4, sizeof child);
+            user_events_->forked(pid, pid_t(child));
+        }
+        break;
     case PT_EVENT_PROCESS_EXEC:
+        user_events_->execed(pid);
+        probes_->refresh(pid);
+        break;
     case PT_EVENT_LINK_MAP_CHANGED:
         probes_->refresh(pid);
         break;
     case PT_EVENT_PROCESS_EXIT:
         probes_->forget(pid);
+        user_events_->exited(pid);
+        break;
+    case PT_EVENT_USER_NAME:
+        if (record.data_len == sizeof(pt_user_name)) {
+            pt_user_name name;
+            std::memcpy(&name, record.data, sizeof name);
+            user_events_->learned(pid, name.event_id,
+                                  std::string(name.name, std::min<size_t>(name.length,
+                                                                          sizeof name.name - 1)));
+        }
         break;
     default:
         break;
@@ -1136,32 +1145,20 @@ std::optional<std::string> Stream::event_name_locked(trace_event_id_t id) const
         return std::string(*builtin);
     if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
         return probes_ ? probes_->usdt_name(id) : std::nullopt;
-    return remote_user_names_ ? remote_user_names_->name_of(id)
-                              : UserEventRegistry::instance().name_of(id);
+    return user_events_->name_of(id);
 }
 
 int Stream::open_event_type(const char *name, trace_event_id_t &id)
 {
     std::lock_guard lock(mutex_);
-    if (!remote_user_names_)
-        return UserEventRegistry::instance().open(name, id);
-    // Another process's ids are its own: a name it has not registered maps
-    // to the unnamed user event.
-    if (std::strlen(name) >= TRACE_EVENT_NAME_MAX)
-        return ENAMETOOLONG;
-    id = POSIX_TRACE_UNNAMED_USEREVENT;
-    for (trace_event_id_t known : remote_user_names_->ids())
-        if (remote_user_names_->name_of(known) == name)
-            id = known;
-    return 0;
+    return user_events_->open(name, id);
 }
 
 void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
 {
     std::vector<trace_event_id_t> ids = builtin_event_ids();
     std::lock_guard lock(mutex_);
-    auto user =
-        remote_user_names_ ? remote_user_names_->ids() : UserEventRegistry::instance().ids();
+    auto user = user_events_->ids();
     ids.insert(ids.end(), user.begin(), user.end());
     for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i)
         ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));

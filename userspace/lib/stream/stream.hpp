@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
-#include "events/remote_user_events.hpp"
+#include "events/event_names.hpp"
+#include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
 #include "stream/event_buffer.hpp"
@@ -118,6 +119,7 @@ private:
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
+    static bool is_user_event(const pt_record &record);
     uint64_t discard_recorded_locked();
     uint64_t drop_record_locked(const pt_record &record);
     static bool is_thread_event(const pt_record &record);
@@ -190,7 +192,8 @@ private:
     posix_trace_counters counters_{};
     posix_trace_loss_counters losses_{};
     std::optional<trace_event_id_t> type_cursor_;
-    std::unique_ptr<RemoteUserEventNames> remote_user_names_; // by-pid streams only
+    std::unique_ptr<StreamUserEvents> user_events_;
+    std::optional<SharedUserEventNames> shared_names_;
     std::unique_ptr<ProbeAttacher> probes_;
     std::set<pid_t> thread_agents_;
     std::unique_ptr<log::LogWriter> log_;

@@ -113,11 +113,21 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object, const std::st
         if (id && FileId{id->first, id->second} == object.placement.file)
             kernel_.attach_link_map_hook(scope, object.path); // best effort: dlopen discovery
     }
-    for (const auto &probe : *object.probes)
-        if (probe.provider == "posix_trace" && probe.name == "event" &&
-            user_event_probe_compatible(probe))
-            return kernel_.attach_user_event_probe(scope, object.path);
-    return 0;
+    // One attachment per probe name covers every site of it.
+    bool names = false, events = false;
+    int err = 0;
+    for (const auto &probe : *object.probes) {
+        if (probe.provider != "posix_trace")
+            continue;
+        if (probe.name == "eventid_open" && !names) {
+            names = true; // names in-band: best effort, memory is the fallback
+            kernel_.attach_user_name_probe(scope, object.path);
+        } else if (probe.name == "event" && !events && user_event_probe_compatible(probe)) {
+            events = true;
+            err = kernel_.attach_user_event_probe(scope, object.path);
+        }
+    }
+    return err;
 }
 
 int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &spec, bool &matched,

@@ -1,0 +1,216 @@
+#include "events/stream_user_events.hpp"
+
+#include <unistd.h>
+
+#include <posix_trace/events.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "events/event_names.hpp"
+#include "usdt/pending_libraries.hpp"
+#include "usdt/usdt_notes.hpp"
+
+namespace posixtrace {
+
+std::string user_event_object_of(pid_t pid)
+{
+    std::string proc = "/proc/" + std::to_string(pid);
+    std::ifstream maps(proc + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.find('/');
+        if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
+            return line.substr(slash);
+    }
+    std::string root = proc + "/root";
+    for (const auto &library : pending_libraries(pid))
+        if (library.find("libposixtrace.so", root.size()) != std::string::npos)
+            return library.substr(root.size());
+    char exe[4096];
+    ssize_t length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+    if (length <= 0)
+        return {};
+    std::string path(exe, size_t(length));
+    std::vector<UsdtProbe> probes;
+    if (read_usdt_probes(proc + "/root" + path, probes) == 0)
+        for (const auto &probe : probes)
+            if (probe.provider == "posix_trace" && probe.name == "event")
+                return path;
+    return {};
+}
+
+StreamUserEvents::StreamUserEvents(pid_t primary) : primary_(primary), self_(primary == getpid())
+{
+    auto own = std::make_unique<Numbering>();
+    own->reader = primary;
+    numberings_.push_back(std::move(own));
+}
+
+StreamUserEvents::Numbering &StreamUserEvents::numbering_of(pid_t pid)
+{
+    auto found = numbering_of_pid_.find(pid);
+    return *numberings_[found == numbering_of_pid_.end() ? 0 : found->second];
+}
+
+void StreamUserEvents::learned(pid_t pid, trace_event_id_t local_id, std::string name)
+{
+    if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= POSIX_TRACE_USDT_EVENT_FIRST ||
+        name.empty() || name.size() >= TRACE_EVENT_NAME_MAX)
+        return;
+    numbering_of(pid).names[local_id] = std::move(name);
+}
+
+// A child numbers its names from a copy of its parent's table (or shares
+// it, when the parent traces itself by inheritance): either way, its ids
+// are read by name, from what the parent had named.
+void StreamUserEvents::forked(pid_t parent, pid_t child)
+{
+    Numbering &from = numbering_of(parent);
+    if (&from == numberings_[0].get() && self_) // the family shares this process's table
+        return;
+    auto copy = std::make_unique<Numbering>();
+    copy->names = from.names;
+    if (&from == numberings_[0].get())
+        for (trace_event_id_t id : ids())
+            if (id < POSIX_TRACE_USDT_EVENT_FIRST && !foreign_names_.count(id))
+                if (auto name = local_name(from, id))
+                    copy->names[id] = *name;
+    copy->reader = child;
+    numbering_of_pid_[child] = numberings_.size();
+    numberings_.push_back(std::move(copy));
+}
+
+void StreamUserEvents::execed(pid_t pid)
+{
+    if (pid == primary_) { // the stream's numbering is now only what was learned
+        numberings_[0]->memory.reset();
+        numberings_[0]->reader = 0;
+    }
+    auto fresh = std::make_unique<Numbering>();
+    fresh->reader = pid;
+    numbering_of_pid_[pid] = numberings_.size();
+    numberings_.push_back(std::move(fresh));
+}
+
+void StreamUserEvents::exited(pid_t pid)
+{
+    numbering_of_pid_.erase(pid); // its names stay: its events may still be read
+}
+
+// In-band names first; then the process's memory, while it lives.
+std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
+                                                        trace_event_id_t local_id)
+{
+    if (auto found = numbering.names.find(local_id); found != numbering.names.end())
+        return found->second;
+    std::optional<std::string> name;
+    if (&numbering == numberings_[0].get() && self_) {
+        name = UserEventRegistry::instance().name_of(local_id);
+    } else if (numbering.reader) {
+        if (!numbering.memory)
+            if (std::string object = user_event_object_of(numbering.reader); !object.empty())
+                numbering.memory = std::make_unique<RemoteUserEventNames>(numbering.reader, object);
+        if (numbering.memory)
+            name = numbering.memory->name_of(local_id);
+    }
+    if (name)
+        numbering.names[local_id] = *name;
+    return name;
+}
+
+std::optional<trace_event_id_t> StreamUserEvents::primary_id_of(const std::string &name)
+{
+    Numbering &own = *numberings_[0];
+    for (const auto &[id, known] : own.names)
+        if (known == name)
+            return id;
+    for (trace_event_id_t id : ids())
+        if (id < POSIX_TRACE_USDT_EVENT_FIRST && !foreign_names_.count(id) &&
+            local_name(own, id) == name)
+            return id;
+    return std::nullopt;
+}
+
+// Whether the stream's own numbering may still grow: ids the stream gives
+// to names only exec'd images have are then taken from the top of the range.
+bool StreamUserEvents::primary_names_itself()
+{
+    Numbering &own = *numberings_[0];
+    return self_ || own.memory || !own.names.empty() || !user_event_object_of(primary_).empty();
+}
+
+trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_id)
+{
+    auto found = numbering_of_pid_.find(pid);
+    if (found == numbering_of_pid_.end() || local_id < POSIX_TRACE_USER_EVENT_FIRST)
+        return local_id;
+    auto key = std::pair{found->second, local_id};
+    if (auto known = translated_.find(key); known != translated_.end())
+        return known->second;
+    auto name = local_name(*numberings_[found->second], local_id);
+    if (!name)
+        return POSIX_TRACE_UNNAMED_USEREVENT; // no name anywhere: not to be mistaken for another
+    trace_event_id_t id;
+    if (auto primary = primary_id_of(*name)) {
+        id = *primary;
+    } else if (auto foreign = foreign_ids_.find(*name); foreign != foreign_ids_.end()) {
+        id = foreign->second;
+    } else {
+        trace_event_id_t count = trace_event_id_t(foreign_ids_.size());
+        id = primary_names_itself() ? POSIX_TRACE_USDT_EVENT_FIRST - 1 - count
+                                    : POSIX_TRACE_USER_EVENT_FIRST + count;
+        foreign_ids_.emplace(*name, id);
+        foreign_names_.emplace(id, *name);
+    }
+    translated_.emplace(key, id);
+    return id;
+}
+
+std::optional<std::string> StreamUserEvents::name_of(trace_event_id_t id)
+{
+    if (auto foreign = foreign_names_.find(id); foreign != foreign_names_.end())
+        return foreign->second;
+    return local_name(*numberings_[0], id);
+}
+
+std::vector<trace_event_id_t> StreamUserEvents::ids()
+{
+    std::vector<trace_event_id_t> all;
+    Numbering &own = *numberings_[0];
+    if (self_) {
+        all = UserEventRegistry::instance().ids();
+    } else {
+        local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // locates the memory reader
+        if (own.memory)
+            all = own.memory->ids();
+    }
+    for (const auto &[id, name] : own.names)
+        all.push_back(id);
+    for (const auto &[id, name] : foreign_names_)
+        all.push_back(id);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return all;
+}
+
+int StreamUserEvents::open(const char *name, trace_event_id_t &id)
+{
+    if (std::strlen(name) >= TRACE_EVENT_NAME_MAX)
+        return ENAMETOOLONG;
+    if (self_)
+        return UserEventRegistry::instance().open(name, id);
+    // Another process's ids are its own: a name it has not registered maps
+    // to the unnamed user event.
+    if (auto primary = primary_id_of(name))
+        id = *primary;
+    else if (auto foreign = foreign_ids_.find(name); foreign != foreign_ids_.end())
+        id = foreign->second;
+    else
+        id = POSIX_TRACE_UNNAMED_USEREVENT;
+    return 0;
+}
+
+} // namespace posixtrace

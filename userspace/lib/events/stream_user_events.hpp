@@ -1,0 +1,66 @@
+#pragma once
+#include <sys/types.h>
+#include <trace.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "events/remote_user_events.hpp"
+
+namespace posixtrace {
+
+// The path, as in /proc/PID/maps, of the libposixtrace `pid` maps (or of its
+// executable when linked statically); "" when it has none.
+std::string user_event_object_of(pid_t pid);
+
+// The user event types of one stream. A traced process numbers its names
+// itself (posix_trace_eventid_open); the processes a stream traces by
+// inheritance share one numbering (the registry's table is shared across
+// fork), and it is the stream's. A process that exec'd another image
+// numbers afresh: its ids are translated to the stream's by name. Names
+// are learned in-band (posix_trace:eventid_open records), from the process's
+// memory for names registered before the stream attached, and kept after the
+// process is gone.
+class StreamUserEvents {
+public:
+    // `primary`: the process the stream was created for.
+    explicit StreamUserEvents(pid_t primary);
+
+    void learned(pid_t pid, trace_event_id_t local_id, std::string name);
+    void forked(pid_t parent, pid_t child);
+    void execed(pid_t pid);
+    void exited(pid_t pid);
+
+    // The stream's id for the id `pid` recorded.
+    trace_event_id_t stream_id(pid_t pid, trace_event_id_t local_id);
+    std::optional<std::string> name_of(trace_event_id_t id);
+    std::vector<trace_event_id_t> ids();
+    // posix_trace_trid_eventid_open: 0, or ENAMETOOLONG.
+    int open(const char *name, trace_event_id_t &id);
+
+private:
+    struct Numbering { // the names of one image's processes, by their ids
+        std::map<trace_event_id_t, std::string> names;
+        std::unique_ptr<RemoteUserEventNames> memory; // another process's table
+        pid_t reader = 0;                             // whose memory
+    };
+
+    Numbering &numbering_of(pid_t pid);
+    std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
+    std::optional<trace_event_id_t> primary_id_of(const std::string &name);
+    bool primary_names_itself();
+
+    pid_t primary_;
+    bool self_;
+    std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own
+    std::map<pid_t, size_t> numbering_of_pid_;            // absent: [0]
+    std::map<std::pair<size_t, trace_event_id_t>, trace_event_id_t> translated_;
+    // Names only exec'd images registered, with the ids the stream gave them.
+    std::map<std::string, trace_event_id_t> foreign_ids_;
+    std::map<trace_event_id_t, std::string> foreign_names_;
+};
+
+} // namespace posixtrace
