@@ -9,6 +9,7 @@
 #include <posix_trace/thread_db.h>
 #include <signal.h>
 #include <trace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -655,4 +656,74 @@ TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_event
     // The thread that has its entry is unaffected, and so is its reporting.
     CHECK(td_thr_set_event(&s.first, &events) == TD_OK);
     CHECK(s.round("a\n") == Delivered{{s.tid(0), SIGUSR1}});
+}
+
+namespace {
+
+// In a fresh process with one thread: a self-traced stream with the default
+// filter while the thread sleeps, then creates and joins one thread. Exit
+// status: 0, or the number of the check that failed.
+int library_threads_stay_out()
+{
+    trace_id_t trid;
+    if (posix_trace_create(0, nullptr, &trid) != 0 || posix_trace_start(trid) != 0)
+        return 10;
+    usleep(300 * 1000);
+    pthread_t worker;
+    pid_t worker_tid = 0;
+    if (pthread_create(
+            &worker, nullptr,
+            [](void *tid) -> void * {
+                *static_cast<pid_t *>(tid) = gettid();
+                return nullptr;
+            },
+            &worker_tid) != 0)
+        return 11;
+    pthread_join(worker, nullptr);
+    usleep(300 * 1000);
+    posix_trace_stop(trid);
+    std::set<pid_t> app = {gettid(), worker_tid};
+    size_t thread_events = 0;
+    std::vector<uint64_t> concurrency;
+    for (;;) {
+        posix_trace_event_info info;
+        td_event_data data;
+        size_t len;
+        int none;
+        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &none) != 0)
+            return 12;
+        if (none)
+            break;
+        if (!is_thread_event(info.posix_event_id))
+            continue;
+        ++thread_events;
+        if (!app.count(info.posix_tid) || !app.count(data.tid))
+            return 1; // an event about a thread that is not the application's
+        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
+            !app.count(pid_t(data.value)))
+            return 2;
+        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CONCURRENCY - 1)
+            concurrency.push_back(data.value);
+    }
+    posix_trace_shutdown(trid);
+    if (thread_events > 60) // the main thread slept twice, the worker lived once
+        return 3;
+    if (concurrency != std::vector<uint64_t>{2, 1}) // the worker's create and death
+        return 4;
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("the library's own threads are never traced nor counted in td_concurrency",
+          "[thread_events]")
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(library_threads_stay_out());
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "util/clock.hpp"
+#include "util/library_threads.hpp"
 
 namespace posixtrace::log {
 namespace {
@@ -105,8 +106,8 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
     writer->named_in_block_.assign(POSIX_TRACE_EVENT_ID_LIMIT, 0);
     writer->start_block();
     LogWriter *self = writer.get();
-    writer->writer_ = std::jthread([self](std::stop_token stop) { self->write_loop(stop); });
-    pthread_setname_np(writer->writer_.native_handle(), "posixtrace-log");
+    writer->writer_ = LibraryThreads::start("posixtrace-log",
+                                            [self](std::stop_token stop) { self->write_loop(stop); });
     out = std::move(writer);
     return 0;
 }

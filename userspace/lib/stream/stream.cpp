@@ -20,6 +20,7 @@
 #include "usdt/pending_libraries.hpp"
 #include "usdt/usdt_notes.hpp"
 #include "util/clock.hpp"
+#include "util/library_threads.hpp"
 #include "util/process_id.hpp"
 
 namespace posixtrace {
@@ -153,8 +154,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
     last_pass_ns_ = rings_created_after_ns;
-    drain_ = std::jthread([this](std::stop_token stop) { drain_loop(stop); });
-    pthread_setname_np(drain_.native_handle(), "posixtrace-drn"); // for top, ps -L
+    drain_ = LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     return 0;
 }
 
@@ -697,6 +697,8 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
 {
     if (is_lifecycle_record(record))
         follow_lifecycle_locked(record);
+    else if (about_library_thread(record, data))
+        return;
     else if (is_thread_event(record) && thread_agents_.count(pid_t(record.pid)))
         td_report(record.event_id - POSIX_TRACE_TD_EVENT_FIRST + 1);
     if (record.flags & PT_RECORD_NOTICE_ONLY)
@@ -706,6 +708,14 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     if (record.timestamp_ns < accept_after_ns_) { // recorded before an UNTIL_FULL restart
         if (uint64_t events = drop_record_locked(record))
             note_stream_loss_locked(StreamLoss::Refused, events);
+        return;
+    }
+    if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CONCURRENCY - 1 &&
+        pid_t(record.pid) == creator_pid_ && record.data_len == sizeof(pt_td_data)) {
+        pt_td_data counted; // the process's threads, less the library's own
+        std::memcpy(&counted, data, sizeof counted);
+        counted.value -= std::min<uint64_t>(counted.value, LibraryThreads::alive_at(record.timestamp_ns));
+        store_locked(record, &counted);
         return;
     }
     if (is_user_event(record)) { // in the numbering of the stream, not of the process
@@ -759,6 +769,25 @@ bool Stream::is_thread_event(const pt_record &record)
 {
     return record.cpu != UINT16_MAX && record.event_id >= POSIX_TRACE_TD_EVENT_FIRST &&
            record.event_id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT;
+}
+
+// The trace system never traces itself: events about the library's own
+// threads in this process (by them, or td_create of one) are left out.
+bool Stream::about_library_thread(const pt_record &record, const uint8_t *data) const
+{
+    if (record.cpu == UINT16_MAX || pid_t(record.pid) != creator_pid_)
+        return false;
+    if (LibraryThreads::hides(pid_t(record.tid), record.timestamp_ns))
+        return true;
+    if (is_thread_event(record) && record.data_len == sizeof(pt_td_data)) {
+        pt_td_data about;
+        std::memcpy(&about, data, sizeof about);
+        if (LibraryThreads::hides(about.tid, record.timestamp_ns))
+            return true;
+        if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CREATE - 1)
+            return LibraryThreads::hides(pid_t(about.value), record.timestamp_ns);
+    }
+    return false;
 }
 
 bool Stream::is_user_event(const pt_record &record)

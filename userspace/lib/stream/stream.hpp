@@ -120,6 +120,7 @@ private:
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_user_event(const pt_record &record);
+    bool about_library_thread(const pt_record &record, const uint8_t *data) const;
     uint64_t discard_recorded_locked();
     uint64_t drop_record_locked(const pt_record &record);
     static bool is_thread_event(const pt_record &record);
