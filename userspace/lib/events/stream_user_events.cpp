@@ -79,8 +79,7 @@ void StreamUserEvents::forked(pid_t parent, pid_t child)
                 if (auto name = local_name(from, id))
                     copy->names[id] = *name;
     copy->reader = child;
-    numbering_of_pid_[child] = numberings_.size();
-    numberings_.push_back(std::move(copy));
+    give_numbering(child, std::move(copy));
 }
 
 void StreamUserEvents::execed(pid_t pid)
@@ -91,13 +90,39 @@ void StreamUserEvents::execed(pid_t pid)
     }
     auto fresh = std::make_unique<Numbering>();
     fresh->reader = pid;
-    numbering_of_pid_[pid] = numberings_.size();
-    numberings_.push_back(std::move(fresh));
+    give_numbering(pid, std::move(fresh));
 }
 
+// Its events are all in (an exit is stamped after them): its numbering goes,
+// the stream's ids and names it led to stay.
 void StreamUserEvents::exited(pid_t pid)
 {
-    numbering_of_pid_.erase(pid); // its names stay: its events may still be read
+    drop_numbering(pid);
+}
+
+void StreamUserEvents::give_numbering(pid_t pid, std::unique_ptr<Numbering> numbering)
+{
+    drop_numbering(pid);
+    numbering_of_pid_[pid] = numberings_.size();
+    numberings_.push_back(std::move(numbering));
+}
+
+// A numbering other than the stream's belongs to one process: forks and
+// execs make new ones.
+void StreamUserEvents::drop_numbering(pid_t pid)
+{
+    auto found = numbering_of_pid_.find(pid);
+    if (found == numbering_of_pid_.end())
+        return;
+    size_t index = found->second;
+    numbering_of_pid_.erase(found);
+    numberings_[index].reset();
+    translated_.erase(translated_.lower_bound({index, 0}), translated_.lower_bound({index + 1, 0}));
+}
+
+void StreamUserEvents::objects_changed(pid_t pid)
+{
+    numbering_of(pid).object_looked_up = false; // a dlopen may have brought libposixtrace
 }
 
 // In-band names first; then the process's memory, while it lives.
@@ -110,9 +135,11 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
     if (&numbering == numberings_[0].get() && self_) {
         name = UserEventRegistry::instance().name_of(local_id);
     } else if (numbering.reader) {
-        if (!numbering.memory)
+        if (!numbering.memory && !numbering.object_looked_up) {
+            numbering.object_looked_up = true;
             if (std::string object = user_event_object_of(numbering.reader); !object.empty())
                 numbering.memory = std::make_unique<RemoteUserEventNames>(numbering.reader, object);
+        }
         if (numbering.memory)
             name = numbering.memory->name_of(local_id);
     }
@@ -139,13 +166,16 @@ std::optional<trace_event_id_t> StreamUserEvents::primary_id_of(const std::strin
 bool StreamUserEvents::primary_names_itself()
 {
     Numbering &own = *numberings_[0];
-    return self_ || own.memory || !own.names.empty() || !user_event_object_of(primary_).empty();
+    local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // looks for its table once
+    return self_ || own.memory || !own.names.empty();
 }
 
 trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_id)
 {
+    if (numbering_of_pid_.empty() || local_id < POSIX_TRACE_USER_EVENT_FIRST)
+        return local_id; // one numbering, the stream's: the usual case, per event
     auto found = numbering_of_pid_.find(pid);
-    if (found == numbering_of_pid_.end() || local_id < POSIX_TRACE_USER_EVENT_FIRST)
+    if (found == numbering_of_pid_.end())
         return local_id;
     auto key = std::pair{found->second, local_id};
     if (auto known = translated_.find(key); known != translated_.end())

@@ -12,8 +12,10 @@
 
 namespace posixtrace {
 
-// The path, as in /proc/PID/maps, of the libposixtrace `pid` maps (or of its
-// executable when linked statically); "" when it has none.
+// The object mapped in `pid` that holds the posix_trace:event probe, as its
+// path in /proc/PID/maps: the shared library when the process loaded it (or
+// is about to, held at its exec), else its executable when that has the
+// probe (linked with libposixtrace.a); "" when neither.
 std::string user_event_object_of(pid_t pid);
 
 // The user event types of one stream. A traced process numbers its names
@@ -33,6 +35,8 @@ public:
     void forked(pid_t parent, pid_t child);
     void execed(pid_t pid);
     void exited(pid_t pid);
+    // `pid` loaded or unloaded objects.
+    void objects_changed(pid_t pid);
 
     // The stream's id for the id `pid` recorded.
     trace_event_id_t stream_id(pid_t pid, trace_event_id_t local_id);
@@ -46,17 +50,20 @@ private:
         std::map<trace_event_id_t, std::string> names;
         std::unique_ptr<RemoteUserEventNames> memory; // another process's table
         pid_t reader = 0;                             // whose memory
+        bool object_looked_up = false;                // for `memory`, since the last dlopen
     };
 
     Numbering &numbering_of(pid_t pid);
+    void give_numbering(pid_t pid, std::unique_ptr<Numbering> numbering);
+    void drop_numbering(pid_t pid);
     std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
     std::optional<trace_event_id_t> primary_id_of(const std::string &name);
     bool primary_names_itself();
 
     pid_t primary_;
     bool self_;
-    std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own
-    std::map<pid_t, size_t> numbering_of_pid_;            // absent: [0]
+    std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own; null: exited
+    std::map<pid_t, size_t> numbering_of_pid_;           // absent: [0]
     std::map<std::pair<size_t, trace_event_id_t>, trace_event_id_t> translated_;
     // Names only exec'd images registered, with the ids the stream gave them.
     std::map<std::string, trace_event_id_t> foreign_ids_;
