@@ -10,15 +10,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <posix_trace/usdt.h>
 
 #include "events/event_names.hpp"
 #include "events/event_set.hpp"
 #include "threads/td_notify.hpp"
-#include "usdt/pending_libraries.hpp"
-#include "usdt/usdt_notes.hpp"
 #include "util/clock.hpp"
 #include "util/library_threads.hpp"
 #include "util/process_id.hpp"
@@ -59,11 +56,6 @@ uint64_t monotonic_now()
 {
     return clock_nanos(CLOCK_MONOTONIC);
 }
-
-// The object mapped in `pid` that holds the posix_trace:event probe, as its
-// path in /proc/PID/maps: the shared library when the process loaded it (or
-// is about to, held at its exec), else its executable when that has the probe (linked with
-// libposixtrace.a); empty when neither.
 
 void drain_eventfd(int fd)
 {
@@ -597,6 +589,7 @@ std::optional<timespec> Stream::drain_timeout_locked() const
 void Stream::drain_pass_locked()
 {
     uint64_t now = monotonic_now();
+    LibraryThreads::refresh(library_threads_);
     report_kernel_losses_locked();
     account_refusals_locked(now);
     RingMerger::Sinks sinks{
@@ -714,7 +707,7 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         pid_t(record.pid) == creator_pid_ && record.data_len == sizeof(pt_td_data)) {
         pt_td_data counted; // the process's threads, less the library's own
         std::memcpy(&counted, data, sizeof counted);
-        counted.value -= std::min<uint64_t>(counted.value, LibraryThreads::alive_at(record.timestamp_ns));
+        counted.value -= std::min<uint64_t>(counted.value, library_threads_.alive_at(record.timestamp_ns));
         store_locked(record, &counted);
         return;
     }
@@ -777,15 +770,15 @@ bool Stream::about_library_thread(const pt_record &record, const uint8_t *data) 
 {
     if (record.cpu == UINT16_MAX || pid_t(record.pid) != creator_pid_)
         return false;
-    if (LibraryThreads::hides(pid_t(record.tid), record.timestamp_ns))
+    if (library_threads_.hides(pid_t(record.tid), record.timestamp_ns))
         return true;
     if (is_thread_event(record) && record.data_len == sizeof(pt_td_data)) {
         pt_td_data about;
         std::memcpy(&about, data, sizeof about);
-        if (LibraryThreads::hides(about.tid, record.timestamp_ns))
+        if (library_threads_.hides(about.tid, record.timestamp_ns))
             return true;
         if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CREATE - 1)
-            return LibraryThreads::hides(pid_t(about.value), record.timestamp_ns);
+            return library_threads_.hides(pid_t(about.value), record.timestamp_ns);
     }
     return false;
 }
@@ -824,6 +817,7 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
         probes_->refresh(pid);
         break;
     case PT_EVENT_LINK_MAP_CHANGED:
+        user_events_->objects_changed(pid);
         probes_->refresh(pid);
         break;
     case PT_EVENT_PROCESS_EXIT:

@@ -20,6 +20,7 @@
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
+#include "util/library_threads.hpp"
 #include "stream/event_buffer.hpp"
 #include "stream/event_destination.hpp"
 #include "stream/ring_merger.hpp"
@@ -195,6 +196,7 @@ private:
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;
+    LibraryThreads::Snapshot library_threads_; // as of the current drain pass
     std::unique_ptr<ProbeAttacher> probes_;
     std::set<pid_t> thread_agents_;
     std::unique_ptr<log::LogWriter> log_;

@@ -3,7 +3,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <map>
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "util/clock.hpp"
@@ -17,21 +18,21 @@ constexpr uint64_t kLastEventsNs = 1'000'000'000;
 // Ended threads are kept this long, for the streams still draining their events.
 constexpr uint64_t kForgetAfterNs = 30'000'000'000;
 
-struct Lifetime {
-    uint64_t spawned_ns;
-    uint64_t ended_ns; // 0 while alive
-};
-
 std::mutex registry_mutex;
-std::map<pid_t, Lifetime> &registry()
+std::atomic<uint64_t> registry_generation{1};
+
+LibraryThreads::Snapshot &registry() // guarded by registry_mutex
 {
-    static std::map<pid_t, Lifetime> threads;
+    static LibraryThreads::Snapshot threads;
     return threads;
 }
 
 } // namespace
 
-uint64_t LibraryThreads::now_ns() { return clock_nanos(CLOCK_MONOTONIC); }
+uint64_t LibraryThreads::now_ns()
+{
+    return clock_nanos(CLOCK_MONOTONIC);
+}
 
 void LibraryThreads::set_name(std::jthread &thread, const char *name)
 {
@@ -41,34 +42,45 @@ void LibraryThreads::set_name(std::jthread &thread, const char *name)
 LibraryThreads::Membership::Membership(uint64_t spawned_ns) : tid_(gettid())
 {
     std::lock_guard lock(registry_mutex);
+    auto &threads = registry().threads_;
     uint64_t now = now_ns();
-    std::erase_if(registry(), [now](const auto &entry) {
-        return entry.second.ended_ns && now - entry.second.ended_ns > kForgetAfterNs;
+    std::erase_if(threads, [&](const Snapshot::Lifetime &life) {
+        return life.tid == tid_ || (life.ended_ns && now - life.ended_ns > kForgetAfterNs);
     });
-    registry()[tid_] = {spawned_ns, 0};
+    threads.push_back({tid_, spawned_ns, 0});
+    registry().generation_ = ++registry_generation;
 }
 
 LibraryThreads::Membership::~Membership()
 {
     std::lock_guard lock(registry_mutex);
-    registry()[tid_].ended_ns = now_ns();
+    for (auto &life : registry().threads_)
+        if (life.tid == tid_ && !life.ended_ns)
+            life.ended_ns = now_ns();
+    registry().generation_ = ++registry_generation;
 }
 
-bool LibraryThreads::hides(pid_t tid, uint64_t timestamp_ns)
+void LibraryThreads::refresh(Snapshot &snapshot)
 {
+    if (snapshot.generation_ == registry_generation.load(std::memory_order_acquire))
+        return;
     std::lock_guard lock(registry_mutex);
-    auto found = registry().find(tid);
-    return found != registry().end() &&
-           (!found->second.ended_ns || timestamp_ns < found->second.ended_ns + kLastEventsNs);
+    snapshot = registry();
 }
 
-uint32_t LibraryThreads::alive_at(uint64_t timestamp_ns)
+bool LibraryThreads::Snapshot::hides(pid_t tid, uint64_t timestamp_ns) const
 {
-    std::lock_guard lock(registry_mutex);
-    uint32_t alive = 0;
-    for (const auto &[tid, life] : registry())
-        alive += life.spawned_ns <= timestamp_ns && (!life.ended_ns || timestamp_ns < life.ended_ns);
-    return alive;
+    for (const auto &life : threads_)
+        if (life.tid == tid && (!life.ended_ns || timestamp_ns < life.ended_ns + kLastEventsNs))
+            return true;
+    return false;
+}
+
+uint64_t LibraryThreads::Snapshot::alive_at(uint64_t timestamp_ns) const
+{
+    return uint64_t(std::count_if(threads_.begin(), threads_.end(), [&](const Lifetime &life) {
+        return life.spawned_ns <= timestamp_ns && (!life.ended_ns || timestamp_ns < life.ended_ns);
+    }));
 }
 
 } // namespace posixtrace

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace posixtrace {
 
@@ -25,11 +26,29 @@ public:
         return thread;
     }
 
-    // Whether thread `tid` of this process was a library thread at
-    // `timestamp_ns` (CLOCK_MONOTONIC), or is one whose last events these are.
-    static bool hides(pid_t tid, uint64_t timestamp_ns);
-    // Library threads alive at `timestamp_ns`.
-    static uint32_t alive_at(uint64_t timestamp_ns);
+    // The library threads as of one moment, asked without a lock: a stream
+    // takes one per drain pass (the registry changes only when a stream or a
+    // log comes or goes).
+    class Snapshot {
+    public:
+        // Whether thread `tid` of this process was a library thread at
+        // `timestamp_ns` (CLOCK_MONOTONIC), or is one whose last events these are.
+        bool hides(pid_t tid, uint64_t timestamp_ns) const;
+        // Library threads alive at `timestamp_ns`.
+        uint64_t alive_at(uint64_t timestamp_ns) const;
+
+    private:
+        friend class LibraryThreads;
+        struct Lifetime {
+            pid_t tid;
+            uint64_t spawned_ns;
+            uint64_t ended_ns; // 0 while alive
+        };
+        std::vector<Lifetime> threads_;
+        uint64_t generation_ = 0;
+    };
+    // Refreshes `snapshot` if the registry changed since it was taken.
+    static void refresh(Snapshot &snapshot);
 
 private:
     class Membership {
