@@ -51,23 +51,27 @@ void init_table_lock()
     pthread_mutexattr_destroy(&attributes);
 }
 
-// The child's copy of the table, private: what was published at the fork.
+// The child's copy of the table, private: what was published at the fork,
+// moved over the shared mapping in one step. If that fails the child keeps
+// sharing: ids stay unique, which a stream reads by name anyway.
 void keep_table_private_in_child()
 {
     if (inheriting_streams.load() > 0)
         return;
-    static SharedUserEventTable copy; // the child runs one thread: no race on it
-    pt_user_event_table &table = posix_trace_user_event_table.table;
-    uint32_t count = __atomic_load_n(&table.count, __ATOMIC_ACQUIRE);
-    std::memcpy(&copy.table, &table, offsetof(pt_user_event_table, names) +
-                                          size_t(count) * TRACE_EVENT_NAME_MAX);
-    void *at = &posix_trace_user_event_table;
-    if (mmap(at, sizeof posix_trace_user_event_table, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+    constexpr size_t size = sizeof posix_trace_user_event_table;
+    void *fresh = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED)
         return;
-    std::memcpy(&table, &copy.table, offsetof(pt_user_event_table, names) +
-                                         size_t(count) * TRACE_EVENT_NAME_MAX);
-    table.count = count;
+    const pt_user_event_table &shared = posix_trace_user_event_table.table;
+    uint32_t count = __atomic_load_n(&shared.count, __ATOMIC_ACQUIRE);
+    std::memcpy(fresh, &shared,
+                offsetof(pt_user_event_table, names) + size_t(count) * TRACE_EVENT_NAME_MAX);
+    static_cast<pt_user_event_table *>(fresh)->count = count;
+    if (mremap(fresh, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, &posix_trace_user_event_table) ==
+        MAP_FAILED) {
+        munmap(fresh, size);
+        return;
+    }
     init_table_lock();
 }
 
@@ -91,7 +95,8 @@ public:
     TableLock()
     {
         if (pthread_mutex_lock(&posix_trace_user_event_table.lock) == EOWNERDEAD)
-            pthread_mutex_consistent(&posix_trace_user_event_table.lock); // the table is append-only
+            pthread_mutex_consistent(
+                &posix_trace_user_event_table.lock); // the table is append-only
     }
     ~TableLock() { pthread_mutex_unlock(&posix_trace_user_event_table.lock); }
     TableLock(const TableLock &) = delete;
@@ -105,10 +110,19 @@ uint32_t published_count()
 
 } // namespace
 
-pt_user_event_table &local_user_event_table() { return posix_trace_user_event_table.table; }
+pt_user_event_table &local_user_event_table()
+{
+    return posix_trace_user_event_table.table;
+}
 
-SharedUserEventNames::SharedUserEventNames() { ++inheriting_streams; }
-SharedUserEventNames::~SharedUserEventNames() { --inheriting_streams; }
+SharedUserEventNames::SharedUserEventNames()
+{
+    ++inheriting_streams;
+}
+SharedUserEventNames::~SharedUserEventNames()
+{
+    --inheriting_streams;
+}
 
 UserEventRegistry &UserEventRegistry::instance()
 {
