@@ -78,20 +78,6 @@ posix_trace_status_info status_of(trace_id_t trid)
     return status;
 }
 
-// Runs fn in a forked child and returns the child's exit code (the error
-// number the function returned), or -1 if the child did not exit normally.
-template <class Fn>
-int in_child(Fn fn)
-{
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-        _exit(fn());
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 pid_t dead_pid()
 {
     pid_t child = fork();

@@ -217,6 +217,19 @@ inline ReadResult get_next(trace_id_t trid, GetNext how, const timespec *abstime
     return r;
 }
 
+// Runs fn in a forked child and returns the child's exit code (what the
+// function returned), or -1 if the child did not exit normally.
+template <class Fn> int in_child(Fn fn)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(fn());
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // A helper program built next to the test binary (build/tests/helpers/NAME).
 inline std::string helper_path(const char *name)
 {

@@ -9,7 +9,6 @@
 #include <posix_trace/thread_db.h>
 #include <signal.h>
 #include <trace.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -718,12 +717,5 @@ int library_threads_stay_out()
 TEST_CASE("the library's own threads are never traced nor counted in td_concurrency",
           "[thread_events]")
 {
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-        _exit(library_threads_stay_out());
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(in_child(library_threads_stay_out) == 0);
 }

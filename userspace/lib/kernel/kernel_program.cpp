@@ -267,18 +267,20 @@ int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary)
 
 int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
 {
-    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.user_event, pid, binary.c_str(),
-                                              "posix_trace", "event", nullptr);
-    if (!link)
-        return errno_from(-errno);
-    links_.emplace_back(link);
-    return 0;
+    return attach_libposixtrace_probe(skeleton_->progs.user_event, pid, binary, "event");
 }
 
 int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary)
 {
-    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.user_event_name, pid, binary.c_str(),
-                                              "posix_trace", "eventid_open", nullptr);
+    return attach_libposixtrace_probe(skeleton_->progs.user_event_name, pid, binary,
+                                      "eventid_open");
+}
+
+int KernelProgram::attach_libposixtrace_probe(bpf_program *program, pid_t pid,
+                                              const std::string &binary, const char *name)
+{
+    bpf_link *link =
+        bpf_program__attach_usdt(program, pid, binary.c_str(), "posix_trace", name, nullptr);
     if (!link)
         return errno_from(-errno);
     links_.emplace_back(link);

@@ -124,6 +124,8 @@ public:
     uint64_t recursion_misses_total() const;
 
 private:
+    int attach_libposixtrace_probe(bpf_program *program, pid_t pid, const std::string &binary,
+                                   const char *name);
     struct SkeletonDeleter {
         void operator()(posixtrace_bpf *skeleton) const;
     };

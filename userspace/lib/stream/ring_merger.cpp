@@ -21,18 +21,28 @@ void RingMerger::add_ring(RingReader ring, uint64_t now_ns)
     window.observations.push_back({window.scanned, now_ns});
 }
 
-uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
+// Hands `visit` each committed record from `scanned` up to `producer`,
+// stopping at the first one still being written.
+template <class Visit>
+void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit)
 {
-    uint64_t producer = window.reader.producer();
-    window.observations.push_back({producer, now_ns});
     while (window.scanned < producer) {
         RingReader::Record next = window.reader.at(window.scanned);
         if (next.slot == RingReader::Slot::Busy)
             break;
         if (next.slot == RingReader::Slot::Committed)
-            insert_sorted(window, {next.record->timestamp_ns, window.scanned, next.record});
+            visit(next.record);
         window.scanned += next.size;
     }
+}
+
+uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
+{
+    uint64_t producer = window.reader.producer();
+    window.observations.push_back({producer, now_ns});
+    read_committed(window, producer, [&](const pt_record *record) {
+        insert_sorted(window, {record->timestamp_ns, window.scanned, record});
+    });
     // The bound is the time of the latest look whose producer position was
     // at or before the first record not read: that record and every later
     // one were reserved after that look, and stamped after it.
@@ -157,14 +167,9 @@ void RingMerger::discard_all(const RecordSink &sink)
             sink(*window.pending[i].record);
         window.pending.clear();
         window.head = 0;
-        for (uint64_t producer = window.reader.producer(); window.scanned < producer;) {
-            RingReader::Record next = window.reader.at(window.scanned);
-            if (next.slot == RingReader::Slot::Busy)
-                break; // still being written: read (and judged) by a later pass
-            if (next.slot == RingReader::Slot::Committed)
-                sink(*next.record);
-            window.scanned += next.size;
-        }
+        // A record still being written is read (and judged) by a later pass.
+        read_committed(window, window.reader.producer(),
+                       [&](const pt_record *record) { sink(*record); });
         release(window);
     }
 }

@@ -90,6 +90,8 @@ private:
         const Pending &front() const { return pending[head]; }
     };
 
+    template <class Visit>
+    static void read_committed(Window &window, uint64_t producer, Visit visit);
     // Reads the committed prefix of `window`; returns the ring's bound.
     uint64_t scan(Window &window, uint64_t now_ns);
     static void insert_sorted(Window &window, const Pending &record);
