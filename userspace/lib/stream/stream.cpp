@@ -617,7 +617,10 @@ void Stream::drain_pass_locked()
 void Stream::report_kernel_losses_locked()
 {
     uint64_t skipped = 0, looked_ns = last_pass_ns_;
-    if (passes_ % kMissesPeriodPasses == 0) {
+    // Every few passes, and once for each flush (a stop is one): what was
+    // skipped before it is reported before the events that follow it.
+    if (passes_ % kMissesPeriodPasses == 0 || misses_flush_ticket_ != flush_requested_) {
+        misses_flush_ticket_ = flush_requested_;
         uint64_t misses = kernel_->recursion_misses_total();
         skipped = misses > misses_seen_ ? misses - misses_seen_ : 0;
         misses_seen_ = std::max(misses_seen_, misses);

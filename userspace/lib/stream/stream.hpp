@@ -183,6 +183,7 @@ private:
     KernelProgram::Losses kernel_losses_seen_{};
     uint64_t misses_seen_ = 0;
     uint64_t misses_read_ns_ = 0;    // monotonic; when they were read last
+    uint64_t misses_flush_ticket_ = 0; // the flush they were last read for
     uint64_t stream_losses_due_ = 0; // dropped here, not reported yet
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     LossReport head_loss_;           // LOOP dropped the oldest events
