@@ -104,8 +104,9 @@ int posix_trace_get_counters(trace_id_t trid, struct posix_trace_counters *count
 struct posix_trace_loss_counters {
     uint64_t ring_full;           /* a per-CPU BPF ring had no room */
     uint64_t switches_unreported; /* thread events of context switches the kernel made
-                                     without firing sched_switch (some kernels do); each
-                                     is reported by an overflow event about that thread */
+                                     without firing sched_switch (some kernels do), and
+                                     the wakeups it hid with them; each is reported by an
+                                     overflow event about that thread */
     uint64_t runs_skipped;        /* program runs the kernel skipped (a program already
                                      running on that CPU: bpf_prog_info.recursion_misses);
                                      each counts as one event, though it may have recorded

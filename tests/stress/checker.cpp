@@ -112,8 +112,8 @@ void Checker::on_overflow(const posix_trace_event_info &info, const void *data, 
     lost_ += loss.lost;
     ++overflows_;
     if (info.posix_tid != 0) { // the kernel's report about one thread: switches it hid
-        ThreadSwitches &thread = switches_[info.posix_tid];
-        (loss.lost == 1 ? thread.hidden_in : thread.hidden_out) += 1;
+        // Which switch, the thread's next event tells (place_report).
+        switches_[info.posix_tid].unplaced_lost = loss.lost;
         lost_about_threads_ += loss.lost;
         return;
     }
@@ -179,6 +179,18 @@ void Checker::on_usdt_event(const void *data, size_t length)
     check_sequence(usdt_[args[0]], args[1], "usdt", uint32_t(args[0]));
 }
 
+// A report about a thread comes just before its td_switchfrom when the
+// kernel hid the switch in (and then counts the wakeup it hid with it, if
+// any); otherwise it hid a switch out. With nothing after it, its count
+// alone tells (1: a switch in).
+void Checker::place_report(ThreadSwitches &thread, bool next_is_switchfrom)
+{
+    if (!thread.unplaced_lost)
+        return;
+    (next_is_switchfrom ? thread.hidden_in : thread.hidden_out) += 1;
+    thread.unplaced_lost = 0;
+}
+
 void Checker::on_thread_event(const posix_trace_event_info &info)
 {
     trace_event_id_t id = info.posix_event_id;
@@ -188,6 +200,7 @@ void Checker::on_thread_event(const posix_trace_event_info &info)
     }
     bool to = id == td_id(TD_SWITCHTO), from = id == td_id(TD_SWITCHFROM);
     ThreadSwitches &thread = switches_[info.posix_tid];
+    place_report(thread, from);
     if (id == td_id(TD_SLEEP) || id == td_id(TD_PREEMPT))
         ++thread.sleep_or_preempt;
     if (!to && !from)
@@ -262,7 +275,8 @@ std::vector<std::string> Checker::finish(const WorkloadCounts &counts, uint64_t 
 void Checker::check_switch_counts(const WorkloadCounts &counts, bool exact)
 {
     for (int index = 0; index < counts.emitters; ++index) {
-        const ThreadSwitches &thread = switches_[counts.tids[index]];
+        ThreadSwitches &thread = switches_[counts.tids[index]];
+        place_report(thread, thread.unplaced_lost == 1);
         uint64_t kernel = uint64_t(counts.switches[index]);
         std::string who = "emitter " + std::to_string(index) + " (tid " +
                           std::to_string(counts.tids[index]) + ", " + std::to_string(kernel) +

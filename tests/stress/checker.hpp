@@ -66,6 +66,7 @@ private:
         uint64_t last_ts = 0;
         uint64_t to = 0, from = 0, sleep_or_preempt = 0;
         uint64_t hidden_in = 0, hidden_out = 0; // reported about this thread
+        uint64_t unplaced_lost = 0;             // a report not placed yet
     };
 
     void violation(const std::string &what);
@@ -73,6 +74,7 @@ private:
     void on_user_event(const void *data, size_t length);
     void on_usdt_event(const void *data, size_t length);
     void on_thread_event(const posix_trace_event_info &info);
+    static void place_report(ThreadSwitches &thread, bool next_is_switchfrom);
     void on_overflow(const posix_trace_event_info &info, const void *data, size_t length);
     void check_switch_counts(const WorkloadCounts &counts, bool exact);
 

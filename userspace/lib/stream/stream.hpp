@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "attributes/attributes.hpp"
@@ -121,6 +122,11 @@ private:
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_user_event(const pt_record &record);
+    void set_kernel_state_locked(pt_stream_state state);
+    void distrust_sleeps_locked();
+    void track_sleep_locked(const pt_record &record, const uint8_t *data);
+    bool note_hidden_wakeup_locked(const pt_record &report);
+    void deliver_thread_report_locked(const pt_record &record, const uint8_t *data);
     bool about_library_thread(const pt_record &record, const uint8_t *data) const;
     uint64_t discard_recorded_locked();
     uint64_t drop_record_locked(const pt_record &record);
@@ -200,6 +206,9 @@ private:
     LibraryThreads::Snapshot library_threads_; // as of the current drain pass
     std::unique_ptr<ProbeAttacher> probes_;
     std::set<pid_t> thread_agents_;
+    // Threads seen going to sleep and not seen woken since, with the time.
+    std::unordered_map<pid_t, uint64_t> asleep_since_;
+    uint64_t sleeps_trusted_after_ns_ = 0; // monotonic; the last gap in recording
     std::unique_ptr<log::LogWriter> log_;
     std::deque<uint64_t> flushes_; // tickets of the flushes still being written
 };
