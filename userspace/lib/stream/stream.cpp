@@ -830,8 +830,9 @@ void Stream::track_sleep_locked(const pt_record &record, const uint8_t *data)
     if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_SLEEP - 1)
         asleep_since_[about.tid] = record.timestamp_ns;
     else if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_READY - 1 ||
+             record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_SWITCHTO - 1 ||
              record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_DEATH - 1)
-        asleep_since_.erase(about.tid);
+        asleep_since_.erase(about.tid); // woken, or seen running: settled
 }
 
 // The kernel reports a thread it found running without having seen it
