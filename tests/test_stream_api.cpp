@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -275,6 +276,47 @@ TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after sh
     REQUIRE(posix_trace_create(0, &attr, &trid) == 0);
     StreamGuard again(trid);
     posix_trace_attr_destroy(&attr);
+}
+
+namespace {
+
+// The address space this process has mapped, from /proc/self/status.
+size_t mapped_bytes()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmSize:", 0) == 0)
+            return size_t(std::stoull(line.substr(7))) * 1024;
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("create and create_withlog: ENOMEM when the stream's memory cannot be had", "[stream]")
+{
+    bool with_log = GENERATE(false, true);
+    INFO((with_log ? "posix_trace_create_withlog" : "posix_trace_create"));
+    char log_name[] = "/tmp/posixtrace-enomem-XXXXXX";
+    int log_fd = mkstemp(log_name);
+    REQUIRE(log_fd >= 0);
+    unlink(log_name);
+    int result = in_child([with_log, log_fd] {
+        trace_attr_t attr;
+        posix_trace_attr_init(&attr);
+        if (posix_trace_attr_setstreamsize(&attr, size_t(1) << 30) != 0)
+            return 101;
+        // Room for everything a stream needs but its gigabyte of buffer.
+        rlimit limit{};
+        limit.rlim_cur = limit.rlim_max = mapped_bytes() + (256u << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0)
+            return 102;
+        trace_id_t trid = 0;
+        return with_log ? posix_trace_create_withlog(0, &attr, log_fd, &trid)
+                        : posix_trace_create(0, &attr, &trid);
+    });
+    close(log_fd);
+    CHECK(result == ENOMEM);
 }
 
 TEST_CASE("create: EPERM without privileges", "[stream]")
@@ -746,8 +788,14 @@ TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothi
     }
 }
 
-TEST_CASE("getnext: EINTR when a signal handler runs in the blocked thread", "[stream]")
+TEST_CASE("getnext and timedgetnext: EINTR when a signal handler runs in the blocked thread",
+          "[stream]")
 {
+    GetNext how = GENERATE(GetNext::Block, GetNext::Timed);
+    INFO((how == GetNext::Block ? "posix_trace_getnext_event" : "posix_trace_timedgetnext_event"));
+    timespec abstime{};
+    clock_gettime(CLOCK_REALTIME, &abstime);
+    abstime.tv_sec += 30; // ETIMEDOUT would take 30 s: the signal comes first
     struct sigaction action {}, previous{};
     action.sa_handler = count_sigusr1;
     sigemptyset(&action.sa_mask);
@@ -764,9 +812,9 @@ TEST_CASE("getnext: EINTR when a signal handler runs in the blocked thread", "[s
 
     auto ids = std::make_shared<std::promise<std::pair<pthread_t, pid_t>>>();
     auto ids_ready = ids->get_future();
-    auto reader = run_detached([trid, ids] {
+    auto reader = run_detached([trid, ids, how, abstime] {
         ids->set_value({pthread_self(), gettid()});
-        return get_next(trid, GetNext::Block);
+        return get_next(trid, how, &abstime);
     });
     auto [thread, tid] = ids_ready.get();
     for (int i = 0; i < 100 && thread_state(tid) != 'S'; ++i)
@@ -777,7 +825,7 @@ TEST_CASE("getnext: EINTR when a signal handler runs in the blocked thread", "[s
     g_sigusr1_count = 0;
     REQUIRE(pthread_kill(thread, SIGUSR1) == 0);
     if (reader.wait_for(2s) != std::future_status::ready) {
-        FAIL_CHECK("posix_trace_getnext_event did not return after the signal");
+        FAIL_CHECK("the blocked call did not return after the signal");
         stream.shutdown();
         reader.wait_for(2s);
         return;

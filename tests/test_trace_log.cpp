@@ -19,136 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "log_support.hpp"
 #include "test_support.hpp"
 
 using namespace test_support;
 
 namespace {
-
-// A file in /tmp, removed with the object.
-class TempFile {
-public:
-    TempFile()
-    {
-        char name[] = "/tmp/posixtrace-log-XXXXXX";
-        fd_ = mkstemp(name);
-        REQUIRE(fd_ >= 0);
-        path_ = name;
-    }
-    ~TempFile()
-    {
-        if (fd_ >= 0)
-            close(fd_);
-        unlink(path_.c_str());
-    }
-    int fd() const { return fd_; }
-    const std::string &path() const { return path_; }
-    std::vector<unsigned char> bytes() const
-    {
-        std::vector<unsigned char> all;
-        FILE *file = fopen(path_.c_str(), "rb");
-        REQUIRE(file);
-        unsigned char chunk[65536];
-        size_t n;
-        while ((n = fread(chunk, 1, sizeof chunk, file)) > 0)
-            all.insert(all.end(), chunk, chunk + n);
-        fclose(file);
-        return all;
-    }
-    void write_bytes(const std::vector<unsigned char> &bytes) const
-    {
-        FILE *file = fopen(path_.c_str(), "wb");
-        REQUIRE(file);
-        REQUIRE(fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size());
-        fclose(file);
-    }
-    off_t size() const
-    {
-        struct stat st;
-        REQUIRE(stat(path_.c_str(), &st) == 0);
-        return st.st_size;
-    }
-
-private:
-    int fd_ = -1;
-    std::string path_;
-};
-
-class LogGuard {
-public:
-    explicit LogGuard(const std::string &path)
-    {
-        fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        REQUIRE(fd_ >= 0);
-        open_error_ = posix_trace_open(fd_, &trid_);
-    }
-    ~LogGuard()
-    {
-        if (open_error_ == 0)
-            posix_trace_close(trid_);
-        close(fd_);
-    }
-    int open_error() const { return open_error_; }
-    trace_id_t get() const { return trid_; }
-
-private:
-    int fd_ = -1;
-    int open_error_ = -1;
-    trace_id_t trid_ = 0;
-};
-
-struct LogRead {
-    std::vector<Event> events;
-    int error = 0; // what ended the reading: 0 the end of the log
-};
-
-LogRead read_log(trace_id_t trid, bool skip_thread_events = true)
-{
-    LogRead result;
-    std::vector<unsigned char> buffer(kReadBufferBytes);
-    for (;;) {
-        Event event;
-        size_t len = 0;
-        int unavailable = -1;
-        result.error = posix_trace_getnext_event(trid, &event.info, buffer.data(), buffer.size(),
-                                                 &len, &unavailable);
-        if (result.error || unavailable)
-            break;
-        if (skip_thread_events && is_thread_event(event.info.posix_event_id))
-            continue;
-        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(len));
-        result.events.push_back(std::move(event));
-    }
-    return result;
-}
-
-// The status a closed log holds.
-posix_trace_status_info status_of_log(const std::string &path)
-{
-    LogGuard log(path);
-    REQUIRE(log.open_error() == 0);
-    posix_trace_status_info status;
-    REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
-    return status;
-}
-
-// A stream of this process with a log on `fd`; thread events filtered out.
-StreamGuard make_logged_stream(int fd, trace_attr_t *attr)
-{
-    trace_id_t trid = 0;
-    int err = posix_trace_create_withlog(0, attr, fd, &trid);
-    INFO("posix_trace_create_withlog: " << err << " (" << std::strerror(err) << ")");
-    REQUIRE(err == 0);
-    StreamGuard guard(trid);
-    filter_thread_events(trid);
-    return guard;
-}
-
-struct Attr {
-    trace_attr_t attr;
-    Attr() { posix_trace_attr_init(&attr); }
-    ~Attr() { posix_trace_attr_destroy(&attr); }
-};
 
 // Payload number i: its own length (0 … 8192 over the run) and bytes.
 std::vector<unsigned char> payload(size_t i)
@@ -160,15 +36,6 @@ std::vector<unsigned char> payload(size_t i)
     for (size_t k = 0; k < length; ++k)
         bytes[k] = (unsigned char)(i * 31 + k);
     return bytes;
-}
-
-std::vector<Event> user_events_of(const std::vector<Event> &events, trace_event_id_t id)
-{
-    std::vector<Event> found;
-    for (const auto &event : events)
-        if (event.info.posix_event_id == id)
-            found.push_back(event);
-    return found;
 }
 
 bool same_event(const Event &a, const Event &b)
@@ -342,7 +209,11 @@ TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends
     CHECK(posix_trace_flush(trid) == EINVAL);
     CHECK(posix_trace_clear(trid) == EINVAL);
     trace_event_set_t set;
+    posix_trace_eventset_empty(&set);
     CHECK(posix_trace_get_filter(trid, &set) == EINVAL);
+    CHECK(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == EINVAL);
+    trace_event_id_t id = 0;
+    CHECK(posix_trace_trid_eventid_open(trid, "log.test", &id) == EINVAL);
     REQUIRE(posix_trace_close(trid) == 0);
     CHECK(posix_trace_close(trid) == EINVAL);
     CHECK(posix_trace_rewind(trid) == EINVAL);
@@ -357,6 +228,14 @@ TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends
         CHECK(posix_trace_rewind(stream.get()) == EINVAL);
         CHECK(posix_trace_close(stream.get()) == EINVAL);
         CHECK(posix_trace_flush(stream.get()) == EINVAL); // a stream without log
+    }
+    SECTION("nor is a stream with a log")
+    {
+        TempFile other;
+        StreamGuard stream = make_logged_stream(other.fd(), &a.attr);
+        CHECK(posix_trace_rewind(stream.get()) == EINVAL);
+        CHECK(posix_trace_close(stream.get()) == EINVAL);
+        CHECK(posix_trace_flush(stream.get()) == 0);
     }
 }
 
@@ -974,6 +853,18 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
             StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
             REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
             emit_many(stream.get(), 5000);
+            // The write fails in the background: this flush, or the next.
+            int first_flush = posix_trace_flush(stream.get());
+            CHECK((first_flush == 0 || first_flush == EFBIG));
+            posix_trace_status_info status{};
+            for (int i = 0; i < 5000; ++i) {
+                REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+                if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
+                    break;
+                usleep(1000);
+            }
+            CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+            CHECK(posix_trace_flush(stream.get()) == EFBIG);
             shutdown_error = stream.shutdown();
         }
         setrlimit(RLIMIT_FSIZE, &saved);

@@ -31,8 +31,9 @@ extern "C" {
 
 /* Data of a posix_trace_stop event: why the stream stopped. */
 enum posix_trace_stop_cause {
-    POSIX_TRACE_STOP_BY_CALL = 0,   /* posix_trace_stop() or shutdown */
-    POSIX_TRACE_STOP_STREAM_FULL = 1 /* POSIX_TRACE_UNTIL_FULL stream became full */
+    POSIX_TRACE_STOP_BY_CALL = 0,     /* posix_trace_stop() or shutdown */
+    POSIX_TRACE_STOP_STREAM_FULL = 1, /* POSIX_TRACE_UNTIL_FULL stream became full */
+    POSIX_TRACE_STOP_LOG_FULL = 2     /* POSIX_TRACE_UNTIL_FULL log became full: its last event */
 };
 struct posix_trace_stop_data {
     uint32_t cause; /* enum posix_trace_stop_cause */

@@ -26,6 +26,7 @@ constexpr size_t kMinLoopSlot = 16 * 1024; // an event of max-data-size fits
 // the kernel rings absorb the burst, or count what they cannot).
 constexpr size_t kMaxQueuedBytes = 64u << 20;
 constexpr size_t kPageSize = 4096;
+constexpr size_t kStopRecordBytes = padded8(kEventRecordHeader + sizeof(posix_trace_stop_data));
 
 // A write to a pipe whose reader left raises SIGPIPE, and one past the file
 // size limit SIGXFSZ; both kill the process by default. A library must not
@@ -89,6 +90,7 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
                       std::unique_ptr<LogWriter> &out)
 {
     auto writer = std::make_unique<LogWriter>();
+    writer->target_ = target;
     if (int err = writer->prepare(fd, attributes))
         return err;
     std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
@@ -126,11 +128,14 @@ int LogWriter::prepare(int fd, const Attributes &attributes)
     bool loop = attributes.log_full_policy == POSIX_TRACE_LOOP;
     if (loop && (!regular || (flags & O_APPEND)))
         return EINVAL; // LOOP rewrites its oldest slot in place
+    layout_.regular = regular;
     layout_.seekable = regular && !(flags & O_APPEND);
     if (layout_.seekable) {
         layout_.base = lseek(fd, 0, SEEK_CUR);
         if (layout_.base < 0)
             return EBADF;
+    } else if (regular) {
+        layout_.base = file.st_size; // O_APPEND: the header goes at the end
     }
     fd_.reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!fd_)
@@ -227,16 +232,20 @@ void LogWriter::start_block()
     first_timestamp_ = last_timestamp_ = 0;
 }
 
-// UNTIL_FULL: the events that do not fit in log-max-size are discarded.
-bool LogWriter::reserve(size_t bytes)
+// UNTIL_FULL: the events that do not fit in log-max-size are discarded, and
+// the log ends with a stop event: room for it (in a block of its own, at
+// worst) is kept until then.
+bool LogWriter::reserve(size_t bytes, bool closing_stop)
 {
     if (attributes_.log_full_policy != POSIX_TRACE_UNTIL_FULL)
         return true;
     size_t block_header = records_in_block_ == 0 ? kBlockHeaderSize : 0;
+    size_t kept = closing_stop ? 0 : kBlockHeaderSize + kStopRecordBytes;
     std::lock_guard lock(mutex_);
     // Once full, a smaller event that would still fit is discarded too: the
     // log keeps the oldest events, without holes.
-    if (full_ || reserved_bytes_ + block_header + bytes > attributes_.log_size) {
+    if ((full_ && !closing_stop) ||
+        reserved_bytes_ + block_header + bytes + kept > attributes_.log_size) {
         full_ = true;
         return false;
     }
@@ -284,11 +293,11 @@ void LogWriter::add_event_record(const pt_record &record, const void *data)
     ++events_in_block_;
 }
 
-void LogWriter::append(const pt_record &record, const void *data, const NameLookup &name_of)
+bool LogWriter::append(const pt_record &record, const void *data, const NameLookup &name_of)
 {
     uint32_t id = record.event_id;
     if (id >= POSIX_TRACE_EVENT_ID_LIMIT)
-        return;
+        return false;
     // User and USDT ids are the stream's own: each block names those it uses.
     auto name_if_new = [&]() -> std::optional<std::string> {
         if (id < POSIX_TRACE_USER_EVENT_FIRST || named_in_block_[id])
@@ -303,13 +312,35 @@ void LogWriter::append(const pt_record &record, const void *data, const NameLook
         submit();
         name = name_if_new();
     }
-    if (!reserve(name_record_bytes(name) + event_bytes)) {
+    if (!reserve(name_record_bytes(name) + event_bytes, false)) {
         ++discarded_;
-        return;
+        if (closing_stop_written_)
+            return false;
+        append_closing_stop(record.timestamp_ns);
+        return true;
     }
     if (name)
         add_name_record(id, *name);
     add_event_record(record, data);
+    return false;
+}
+
+// POSIX (log full policy UNTIL_FULL): the last event recorded in a full log
+// is POSIX_TRACE_STOP. It is stamped with the first event that did not fit.
+void LogWriter::append_closing_stop(uint64_t timestamp_ns)
+{
+    closing_stop_written_ = true;
+    pt_record stop{};
+    stop.timestamp_ns = timestamp_ns;
+    stop.pid = uint32_t(target_);
+    stop.event_id = POSIX_TRACE_STOP;
+    stop.data_len = sizeof(posix_trace_stop_data);
+    stop.cpu = UINT16_MAX;
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
+    if (current_.size() - kBlockHeaderSize + kStopRecordBytes > payload_capacity())
+        submit();
+    if (reserve(kStopRecordBytes, true))
+        add_event_record(stop, &cause);
 }
 
 uint64_t LogWriter::submit()
@@ -368,6 +399,61 @@ uint64_t LogWriter::events_written() const
 {
     std::lock_guard lock(mutex_);
     return events_written_;
+}
+
+// ---- clearing ----------------------------------------------------------------------
+
+int LogWriter::reset()
+{
+    if (attributes_.log_full_policy == POSIX_TRACE_APPEND)
+        return 0; // POSIX leaves it unspecified: the log keeps what it has
+    if (!layout_.regular)
+        return ESPIPE; // what went down a pipe cannot be taken back
+    if (int err = forget_written_blocks())
+        return err;
+    start_block();
+    next_sequence_ = 0;
+    reserved_bytes_ = 0;
+    discarded_ = 0;
+    closing_stop_written_ = false;
+    std::lock_guard lock(mutex_);
+    end_offset_ = layout_.data_offset;
+    events_written_ = 0;
+    full_ = overrun_ = overwritten_ = false;
+    first_error_ = 0; // the blocks before a failed write are gone with it
+    return 0;
+}
+
+// The blocks not yet written are dropped (their events were cleared), the one
+// being written is waited for, then the file loses every block: an UNTIL_FULL
+// log is cut back to its header, the slots of a LOOP log are emptied. The
+// space is reserved again, as create() did.
+int LogWriter::forget_written_blocks()
+{
+    {
+        std::unique_lock lock(mutex_);
+        for (const PendingBlock &block : queue_)
+            queued_bytes_ -= block.bytes.size();
+        queue_.clear();
+        changed_.wait(lock, [&] { return queued_bytes_ == 0; });
+        written_ticket_ = next_ticket_ - 1;
+    }
+    changed_.notify_all(); // a submit() waiting for room
+    off_t blocks_at = layout_.base + off_t(layout_.data_offset);
+    if (layout_.slot_size) {
+        off_t slots = off_t(layout_.slot_count * layout_.slot_size);
+        if (fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, blocks_at, slots) !=
+            0) {
+            std::vector<uint8_t> zeros(layout_.slot_size, 0);
+            for (uint64_t slot = 0; slot < layout_.slot_count; ++slot)
+                if (int err = write_at(layout_.data_offset + slot * layout_.slot_size,
+                                       zeros.data(), zeros.size()))
+                    return err;
+        }
+    } else if (ftruncate(fd_.get(), blocks_at) != 0) {
+        return errno;
+    }
+    return reserve_space();
 }
 
 // ---- the writing thread ----------------------------------------------------------

@@ -33,7 +33,8 @@ struct FinalState {
 // events into blocks under its own lock (a memcpy); a writing thread of ours
 // checksums and writes them, so a slow disk never stalls a getnext caller.
 // The log full policy is applied when an event is appended: UNTIL_FULL
-// discards what does not fit in log-max-size, LOOP reuses the oldest slot.
+// discards what does not fit in log-max-size and ends the log with a
+// POSIX_TRACE_STOP event (room for it is kept), LOOP reuses the oldest slot.
 class LogWriter {
 public:
     LogWriter() = default; // use create()
@@ -49,7 +50,13 @@ public:
     LogWriter(const LogWriter &) = delete;
     LogWriter &operator=(const LogWriter &) = delete;
 
-    void append(const pt_record &record, const void *data, const NameLookup &name_of);
+    // True when this event found an UNTIL_FULL log full: the log now ends
+    // with a stop event, and the stream should stop recording.
+    bool append(const pt_record &record, const void *data, const NameLookup &name_of);
+    // posix_trace_clear: the log becomes as create() left it (APPEND logs
+    // are left alone). 0, ESPIPE for a log that cannot be rewritten (a pipe),
+    // or the error of rewriting it.
+    int reset();
     // Hands the events appended so far to the writing thread; the ticket is
     // done() once they are written (or failed).
     uint64_t submit();
@@ -67,6 +74,7 @@ public:
 
 private:
     struct Layout {
+        bool regular = false;  // a regular file, which reset() can truncate
         bool seekable = false; // pwrite at our offsets, else write() in order
         off_t base = 0;
         uint64_t data_offset = 0;
@@ -88,7 +96,9 @@ private:
     int reserve_space();
     void release_reserved_space(uint64_t log_end);
     size_t payload_capacity() const;
-    bool reserve(size_t bytes);
+    bool reserve(size_t bytes, bool closing_stop);
+    void append_closing_stop(uint64_t timestamp_ns);
+    int forget_written_blocks();
     void start_block();
     void add_name_record(uint32_t id, const std::string &name);
     void add_event_record(const pt_record &record, const void *data);
@@ -98,6 +108,7 @@ private:
     void note_error(int err);
 
     Attributes attributes_{};
+    pid_t target_ = 0;
     Layout layout_;
     UniqueFd fd_;
     std::function<void()> progress_;
@@ -112,6 +123,7 @@ private:
     uint64_t next_sequence_ = 0;
     uint64_t reserved_bytes_ = 0; // UNTIL_FULL: bytes the blocks take in the log
     uint64_t discarded_ = 0;
+    bool closing_stop_written_ = false; // UNTIL_FULL
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;

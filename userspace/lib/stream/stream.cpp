@@ -261,6 +261,7 @@ int Stream::start()
         lost_while_full_ = {};
     }
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
+    stopped_by_full_log_ = false;
     resume_running_locked();
     return 0;
 }
@@ -276,6 +277,7 @@ int Stream::stop()
 
 void Stream::stop_locked(std::unique_lock<std::mutex> &lock)
 {
+    stopped_by_full_log_ = false; // an explicit stop wins over a restart at clear
     if (!running_) {
         if (auto_stopped_) // an explicit stop wins over the automatic restart
             cancel_auto_restart_locked();
@@ -319,8 +321,14 @@ int Stream::clear()
     overrun_ = false;
     counters_ = {};
     losses_ = {};
-    if (auto_stopped_) {
+    // POSIX: the log is reset too (an APPEND log is left alone). The flushes
+    // so far end with it: their blocks are gone. A log written to a pipe
+    // cannot take back what it sent (ESPIPE): it keeps it.
+    if (log_ && attributes_.log_full_policy != POSIX_TRACE_APPEND && log_->reset() == 0)
+        flushes_.clear();
+    if (auto_stopped_ || stopped_by_full_log_) {
         auto_stopped_ = false;
+        stopped_by_full_log_ = false;
         resume_running_locked();
     }
     update_readable_locked();
@@ -395,22 +403,57 @@ int Stream::flush()
     return 0;
 }
 
+// A log left by an exec has no trailer: a reader takes it as a log whose
+// writer stopped after its last block, and reads every event.
+void Stream::flush_log_before_exec()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_ || !log_ || log_->first_error())
+        return;
+    flush_locked(lock, monotonic_now());
+    if (shut_down_)
+        return;
+    move_to_log_locked();
+    while (!flushes_.empty() && !log_->done(flushes_.back())) {
+        lock.unlock();
+        usleep(100);
+        lock.lock();
+        if (shut_down_)
+            return;
+    }
+}
+
 // Hands every event of the stream, losses reported first, to the log writer.
 void Stream::move_to_log_locked()
 {
     auto name_of = [this](uint32_t id) { return event_name_locked(id); };
     pt_record report;
     posix_trace_overflow_data loss;
+    bool log_filled = false;
     while (take_loss_report_locked(report, loss))
-        log_->append(report, &loss, name_of);
+        log_filled |= log_->append(report, &loss, name_of);
     while (!buffer_->empty()) {
         const pt_record &record = buffer_->front();
-        log_->append(record, record.data, name_of);
+        log_filled |= log_->append(record, record.data, name_of);
         buffer_->pop();
     }
     if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
         full_ = false;
     flushes_.push_back(log_->submit());
+    if (log_filled)
+        stop_for_full_log_locked();
+}
+
+// Log full policy UNTIL_FULL: the log ends with a stop event (the writer put
+// it there); the stream stops too, so the kernel records nothing the log
+// would discard. posix_trace_clear or posix_trace_start runs it again.
+void Stream::stop_for_full_log_locked()
+{
+    if (!running_)
+        return;
+    set_kernel_state_locked(PT_STREAM_SUSPENDED);
+    running_ = false;
+    stopped_by_full_log_ = true;
 }
 
 // The flush-start event goes into the emptied stream, after the events the

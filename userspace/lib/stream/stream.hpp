@@ -57,6 +57,9 @@ public:
     // posix_trace_flush: starts copying the stream into its log. EINVAL
     // without a log; the first error of an earlier write.
     int flush();
+    // Before an exec closes the stream's descriptors: everything recorded
+    // until now is written to the log, and waited for.
+    void flush_log_before_exec();
 
     int set_filter(const trace_event_set_t &set, int how);
     trace_event_set_t filter() const;
@@ -105,6 +108,7 @@ private:
     int open_log(int log_fd);
     void stop_locked(std::unique_lock<std::mutex> &lock);
     void move_to_log_locked();
+    void stop_for_full_log_locked();
     void note_flush_start_locked(uint64_t monotonic_ns);
     void check_flush_done_locked();
     log::FinalState final_state_locked();
@@ -170,6 +174,7 @@ private:
     std::condition_variable flushed_;
     bool running_ = false;
     bool auto_stopped_ = false;
+    bool stopped_by_full_log_ = false;
     bool full_ = false;
     bool overrun_ = false;
     bool shut_down_ = false;

@@ -2,6 +2,8 @@
 
 #include "util/trace_ids.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -22,6 +24,7 @@ StreamTable &StreamTable::instance()
 trace_id_t StreamTable::add(std::shared_ptr<Stream> stream)
 {
     std::lock_guard lock(mutex_);
+    adding_process_ = getpid();
     trace_id_t id = new_trace_id();
     streams_.emplace(id, std::move(stream));
     return id;
@@ -45,6 +48,21 @@ std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
     auto stream = std::move(found->second);
     streams_.erase(found);
     return stream;
+}
+
+void StreamTable::flush_logs_before_exec()
+{
+    if (adding_process_ != getpid())
+        return;
+    std::vector<std::shared_ptr<Stream>> owned;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto &[id, stream] : streams_)
+            if (stream->owned_by_this_process())
+                owned.push_back(stream);
+    }
+    for (auto &stream : owned)
+        stream->flush_log_before_exec();
 }
 
 void StreamTable::shutdown_all()

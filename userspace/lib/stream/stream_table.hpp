@@ -1,6 +1,9 @@
 #pragma once
 #include <trace.h>
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,9 +25,14 @@ public:
     std::shared_ptr<Stream> find(trace_id_t id) const;
     std::shared_ptr<Stream> remove(trace_id_t id);
     void shutdown_all();
+    void flush_logs_before_exec();
 
 private:
     mutable std::mutex mutex_;
+    // The process that last added a stream: a forked child that owns none
+    // can exec without taking mutex_, which a thread of its parent may have
+    // held at the fork.
+    std::atomic<pid_t> adding_process_{0};
     std::map<trace_id_t, std::shared_ptr<Stream>> streams_;
 };
 

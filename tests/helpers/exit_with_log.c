@@ -1,0 +1,30 @@
+/* A process that traces itself into a log at argv[1], emits the user events
+ * 0 .. 99 and returns from main without shutting its stream down: exit must
+ * do it (POSIX), flushing the stream into the log and closing the log. */
+#include <fcntl.h>
+#include <posix_trace/events.h>
+#include <trace.h>
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return 3;
+    trace_id_t trid;
+    if (posix_trace_create_withlog(0, NULL, fd, &trid) != 0)
+        return 4;
+    trace_event_set_t thread_events;
+    posix_trace_eventset_empty(&thread_events);
+    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
+         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
+        posix_trace_eventset_add(id, &thread_events);
+    trace_event_id_t id;
+    if (posix_trace_set_filter(trid, &thread_events, POSIX_TRACE_SET_EVENTSET) != 0 ||
+        posix_trace_eventid_open("exit.numbered", &id) != 0 || posix_trace_start(trid) != 0)
+        return 5;
+    for (int i = 0; i < 100; ++i)
+        posix_trace_event(id, &i, sizeof i);
+    return 0;
+}

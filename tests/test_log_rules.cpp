@@ -1,0 +1,328 @@
+// What POSIX says of a log when its stream is cleared, when the log fills
+// up (log full policy UNTIL_FULL) and when the process execs.
+#include <catch2/catch.hpp>
+#include <posix_trace/events.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "log_support.hpp"
+#include "test_support.hpp"
+
+using namespace test_support;
+
+namespace {
+
+constexpr int kLogSize = 64 * 1024;
+constexpr int kEventsToFill = 3000; // 100-byte payloads: about 450 KB
+
+// A stream on a small log; the stream itself holds the whole run.
+StreamGuard small_log_stream(const TempFile &file, int log_policy)
+{
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, log_policy) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, kLogSize) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 8u << 20) == 0);
+    return make_logged_stream(file.fd(), &a.attr);
+}
+
+void emit_numbered(trace_event_id_t id, int count)
+{
+    for (int i = 0; i < count; ++i) {
+        unsigned char payload[100];
+        std::memset(payload, i & 0xff, sizeof payload);
+        std::memcpy(payload, &i, sizeof i);
+        posix_trace_event(id, payload, sizeof payload);
+    }
+}
+
+int number_of(const Event &event)
+{
+    int number = -1;
+    REQUIRE(event.data.size() >= sizeof number);
+    std::memcpy(&number, event.data.data(), sizeof number);
+    return number;
+}
+
+// posix_trace_flush, then until the log writer is done with it. The log
+// overrun status returned is OVERRUN if any status read meanwhile said so
+// (each read resets it).
+posix_trace_status_info flush_and_wait(trace_id_t trid)
+{
+    REQUIRE(posix_trace_flush(trid) == 0);
+    posix_trace_status_info status{};
+    bool overrun = false;
+    for (int i = 0; i < 5000; ++i) {
+        REQUIRE(posix_trace_get_status(trid, &status) == 0);
+        overrun |= status.posix_log_overrun_status == POSIX_TRACE_OVERRUN;
+        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING) {
+            status.posix_log_overrun_status =
+                overrun ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+            return status;
+        }
+        usleep(1000);
+    }
+    FAIL("the flush did not end in 5 s");
+    return status;
+}
+
+std::vector<Event> read_closed_log(const TempFile &file)
+{
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    return read.events;
+}
+
+} // namespace
+
+TEST_CASE("clear on a stream with log resets the log, except an APPEND log", "[log][clear]")
+{
+    TempFile file;
+    int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_APPEND);
+    INFO("log full policy " << policy);
+    StreamGuard stream = small_log_stream(file, policy);
+    trace_event_id_t before = user_event("clear.before");
+    trace_event_id_t after = user_event("clear.after");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    emit_numbered(before, kEventsToFill);
+    posix_trace_status_info status = flush_and_wait(stream.get());
+    bool bounded = policy != POSIX_TRACE_APPEND;
+    CHECK(status.posix_log_full_status == (bounded ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL));
+    off_t size_before_clear = file.size();
+
+    REQUIRE(posix_trace_clear(stream.get()) == 0);
+    REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+    CHECK(status.posix_log_full_status == POSIX_TRACE_NOT_FULL);
+    CHECK(status.posix_log_overrun_status == POSIX_TRACE_NO_OVERRUN);
+    CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
+    emit_numbered(after, 10);
+    REQUIRE(stream.shutdown() == 0);
+
+    std::vector<Event> events = read_closed_log(file);
+    std::vector<Event> cleared = user_events_of(events, before);
+    std::vector<Event> recorded_after = user_events_of(events, after);
+    REQUIRE(recorded_after.size() == 10);
+    for (int i = 0; i < 10; ++i)
+        CHECK(number_of(recorded_after[size_t(i)]) == i);
+    if (bounded) {
+        CHECK(cleared.empty());
+        // The first event in the log is the first one recorded after the clear.
+        REQUIRE(!events.empty());
+        CHECK(events.front().info.posix_event_id == after);
+        CHECK(number_of(events.front()) == 0);
+        posix_trace_status_info log_status = status_of_log(file.path());
+        CHECK(log_status.posix_log_full_status == POSIX_TRACE_NOT_FULL);
+        CHECK(log_status.posix_log_overrun_status == POSIX_TRACE_NO_OVERRUN);
+        if (policy == POSIX_TRACE_UNTIL_FULL)
+            CHECK(file.size() < size_before_clear);
+    } else {
+        REQUIRE(cleared.size() == size_t(kEventsToFill)); // POSIX: unspecified; ours: kept
+        for (size_t i = 0; i < cleared.size(); ++i)
+            REQUIRE(number_of(cleared[i]) == int(i));
+    }
+}
+
+TEST_CASE("a full UNTIL_FULL log ends with POSIX_TRACE_STOP and the stream stops", "[log]")
+{
+    TempFile file;
+    StreamGuard stream = small_log_stream(file, POSIX_TRACE_UNTIL_FULL);
+    trace_event_id_t id = user_event("log.fill");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    emit_numbered(id, kEventsToFill);
+    posix_trace_status_info status = flush_and_wait(stream.get());
+    CHECK(status.posix_log_full_status == POSIX_TRACE_FULL);
+    CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+
+    SECTION("nothing follows the stop, even once started again")
+    {
+        REQUIRE(posix_trace_start(stream.get()) == 0);
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
+        emit_numbered(id, 10);
+    }
+    SECTION("an explicit stop: the log's stop stays the last event") {}
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    REQUIRE(stream.shutdown() == 0);
+
+    std::vector<Event> events = read_closed_log(file);
+    REQUIRE(!events.empty());
+    const Event &last = events.back();
+    REQUIRE(last.info.posix_event_id == POSIX_TRACE_STOP);
+    posix_trace_stop_data cause{};
+    REQUIRE(last.data.size() == sizeof cause);
+    std::memcpy(&cause, last.data.data(), sizeof cause);
+    CHECK(cause.cause == POSIX_TRACE_STOP_LOG_FULL);
+    auto ids = ids_of(events);
+    CHECK(std::count(ids.begin(), ids.end(), POSIX_TRACE_STOP) == 1);
+    std::vector<Event> kept = user_events_of(events, id);
+    REQUIRE(!kept.empty());
+    CHECK(kept.size() < size_t(kEventsToFill));
+    for (size_t i = 0; i < kept.size(); ++i)
+        REQUIRE(number_of(kept[i]) == int(i)); // the oldest, without a hole
+    CHECK(file.size() <= off_t(kLogSize) + 4096);
+    CHECK(status_of_log(file.path()).posix_log_full_status == POSIX_TRACE_FULL);
+}
+
+TEST_CASE("log status: a stream's log overrun is reset by reading it, a log's is not", "[log]")
+{
+    TempFile file;
+    StreamGuard stream = small_log_stream(file, POSIX_TRACE_LOOP);
+    trace_event_id_t id = user_event("log.overrun");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    emit_numbered(id, kEventsToFill);
+    posix_trace_status_info during_flush = flush_and_wait(stream.get());
+    CHECK(during_flush.posix_log_overrun_status == POSIX_TRACE_OVERRUN);
+    posix_trace_status_info after{};
+    REQUIRE(posix_trace_get_status(stream.get(), &after) == 0);
+    CHECK(after.posix_log_overrun_status == POSIX_TRACE_NO_OVERRUN);
+    CHECK(after.posix_log_full_status == POSIX_TRACE_FULL); // not reset
+    REQUIRE(stream.shutdown() == 0);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    for (int call = 0; call < 3; ++call) {
+        posix_trace_status_info log_status{};
+        REQUIRE(posix_trace_get_status(log.get(), &log_status) == 0);
+        CHECK(log_status.posix_log_overrun_status == POSIX_TRACE_OVERRUN);
+        CHECK(log_status.posix_log_full_status == POSIX_TRACE_FULL);
+    }
+}
+
+TEST_CASE("exec shuts the streams down: the log holds every event recorded before it", "[log]")
+{
+    TempFile file;
+    const int count = 500;
+    auto emit_then_exec = [&](const char *program) {
+        trace_id_t trid = 0;
+        if (posix_trace_create_withlog(0, nullptr, file.fd(), &trid) != 0)
+            return 10;
+        trace_event_id_t id = 0;
+        if (posix_trace_eventid_open("exec.before", &id) != 0 || posix_trace_start(trid) != 0)
+            return 11;
+        emit_numbered(id, count);
+        execl(program, program, static_cast<char *>(nullptr));
+        // The exec failed: the stream runs on, as if nothing happened.
+        int exec_error = errno;
+        emit_numbered(id, 1);
+        posix_trace_status_info status{};
+        if (posix_trace_get_status(trid, &status) != 0 ||
+            status.posix_stream_status != POSIX_TRACE_RUNNING)
+            return 12;
+        if (posix_trace_shutdown(trid) != 0)
+            return 13;
+        return exec_error == ENOENT ? 20 : 14;
+    };
+
+    SECTION("an exec that succeeds")
+    {
+        REQUIRE(in_child([&] { return emit_then_exec("/bin/true"); }) == 0);
+        std::vector<Event> events = read_closed_log(file);
+        std::vector<Event> user;
+        for (const Event &event : events)
+            if (event.info.posix_event_id >= POSIX_TRACE_USER_EVENT_FIRST)
+                user.push_back(event);
+        REQUIRE(user.size() == size_t(count));
+        for (int i = 0; i < count; ++i)
+            REQUIRE(number_of(user[size_t(i)]) == i);
+    }
+    SECTION("an exec that fails leaves the stream running")
+    {
+        REQUIRE(in_child([&] { return emit_then_exec("/nonexistent/program"); }) == 20);
+        std::vector<Event> events = read_closed_log(file);
+        size_t user = 0;
+        for (const Event &event : events)
+            user += event.info.posix_event_id >= POSIX_TRACE_USER_EVENT_FIRST;
+        CHECK(user == size_t(count) + 1);
+        CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+    }
+}
+
+TEST_CASE("UNTIL_FULL stream with log: a flush empties the full stream, which runs again", "[log]")
+{
+    TempFile file;
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_UNTIL_FULL) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 16 * 1024) == 0);
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    trace_event_id_t before = user_event("until_full.before");
+    trace_event_id_t after = user_event("until_full.after");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    const int emitted = 1000; // 100 KB: the stream holds about a sixth of them
+    emit_numbered(before, emitted);
+    posix_trace_status_info status{};
+    for (int i = 0; i < 5000; ++i) { // the stream sees the kernel's records within ms
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        if (status.posix_stream_full_status == POSIX_TRACE_FULL)
+            break;
+        usleep(1000);
+    }
+    REQUIRE(status.posix_stream_full_status == POSIX_TRACE_FULL);
+    CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
+
+    status = flush_and_wait(stream.get());
+    CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
+    CHECK(status.posix_stream_full_status == POSIX_TRACE_NOT_FULL);
+    emit_numbered(after, 10);
+    REQUIRE(stream.shutdown() == 0);
+
+    std::vector<Event> events = read_closed_log(file);
+    auto ids = ids_of(events);
+    std::vector<Event> kept = user_events_of(events, before);
+    REQUIRE(!kept.empty());
+    for (size_t i = 0; i < kept.size(); ++i)
+        REQUIRE(number_of(kept[i]) == int(i));
+    auto stop = std::find(ids.begin(), ids.end(), POSIX_TRACE_STOP);
+    auto overflow = std::find(ids.begin(), ids.end(), POSIX_TRACE_OVERFLOW);
+    auto restart = std::find(overflow, ids.end(), POSIX_TRACE_START);
+    REQUIRE(stop != ids.end());
+    REQUIRE(overflow != ids.end());
+    REQUIRE(restart != ids.end());
+    CHECK(ids.front() == POSIX_TRACE_START);
+    posix_trace_stop_data cause{};
+    std::memcpy(&cause, events[size_t(stop - ids.begin())].data.data(), sizeof cause);
+    CHECK(cause.cause == POSIX_TRACE_STOP_STREAM_FULL);
+    CHECK(std::count(ids.begin(), stop, before) == std::ptrdiff_t(kept.size()));
+    CHECK(stop < overflow);
+    // Every event emitted is in the log or counted lost, exactly.
+    posix_trace_overflow_data loss{};
+    std::memcpy(&loss, events[size_t(overflow - ids.begin())].data.data(), sizeof loss);
+    CHECK(kept.size() + loss.lost == size_t(emitted));
+    std::vector<Event> recorded_after = user_events_of(events, after);
+    REQUIRE(recorded_after.size() == 10);
+    CHECK(std::find(ids.begin(), ids.end(), after) > restart);
+}
+
+TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log]")
+{
+    TempFile file;
+    std::string helper = helper_path("exit_with_log");
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        execl(helper.c_str(), helper.c_str(), file.path().c_str(), static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+
+    std::vector<Event> events = read_closed_log(file);
+    std::vector<Event> user;
+    for (const Event &event : events)
+        if (event.info.posix_event_id >= POSIX_TRACE_USER_EVENT_FIRST)
+            user.push_back(event);
+    REQUIRE(user.size() == 100);
+    for (int i = 0; i < 100; ++i)
+        CHECK(number_of(user[size_t(i)]) == i);
+    REQUIRE(!events.empty());
+    // The stop event of a shutdown: the stream was shut down, not just left behind.
+    CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
+}
