@@ -64,6 +64,9 @@ inline Run run_shell(const std::string &command)
     std::ifstream err(err_path);
     run.err.assign(std::istreambuf_iterator<char>(err), {});
     unlink(err_path);
+    // Shown with the next assertion: a failing command says why.
+    if (run.status != 0)
+        UNSCOPED_INFO("`" << command << "` exited with " << run.status << "; its errors: " << run.err);
     return run;
 }
 
