@@ -326,3 +326,46 @@ TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log]")
     // The stop event of a shutdown: the stream was shut down, not just left behind.
     CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
 }
+
+TEST_CASE("a LOOP log takes no more than log-max-size for its events, however small", "[log]")
+{
+    size_t log_size =
+        GENERATE(size_t(4096), size_t(5000), size_t(20000), size_t(65536), size_t(1) << 20);
+    INFO("log-max-size " << log_size);
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, log_size) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    // An APPEND log just created is its header alone; a LOOP log just created
+    // is its header, rounded up to a page, and all its slots.
+    TempFile header_only;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    StreamGuard append = make_logged_stream(header_only.fd(), &a.attr);
+    TempFile file;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+    StreamGuard loop = make_logged_stream(file.fd(), &a.attr);
+    off_t header = (header_only.size() + 4095) / 4096 * 4096;
+    CHECK(file.size() - header <= off_t(log_size));
+    REQUIRE(append.shutdown() == 0);
+
+    // Events as large as max-data-size still go through (truncated to fit a
+    // slot when the log is that small), newest kept, in order.
+    trace_event_id_t id = user_event("loop.small");
+    REQUIRE(posix_trace_start(loop.get()) == 0);
+    std::vector<unsigned char> large(8192);
+    for (int i = 0; i < 200; ++i) {
+        std::memset(large.data(), i, large.size());
+        std::memcpy(large.data(), &i, sizeof i);
+        posix_trace_event(id, large.data(), large.size());
+    }
+    REQUIRE(loop.shutdown() == 0);
+    std::vector<Event> kept = user_events_of(read_closed_log(file), id);
+    REQUIRE(!kept.empty());
+    int newest = number_of(kept.back());
+    CHECK(newest == 199);
+    for (size_t i = 0; i < kept.size(); ++i) {
+        CHECK(number_of(kept[i]) == newest - int(kept.size() - 1 - i));
+        bool whole = kept[i].data.size() == large.size();
+        CHECK(kept[i].info.posix_truncation_status ==
+              (whole ? POSIX_TRACE_NOT_TRUNCATED : POSIX_TRACE_TRUNCATED_RECORD));
+    }
+}

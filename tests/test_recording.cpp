@@ -905,15 +905,25 @@ TEST_CASE("recording: UNTIL_FULL stopped by the user while full can be started a
     std::this_thread::sleep_for(20ms);
     REQUIRE(status_of(stream.get()).posix_stream_full_status == POSIX_TRACE_FULL);
     REQUIRE(posix_trace_stop(stream.get()) == 0); // suspended already: no event
+    // POSIX: start on a full stream records nothing and changes nothing.
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    posix_trace_status_info full = status_of(stream.get());
+    CHECK(full.posix_stream_status == POSIX_TRACE_SUSPENDED);
+    CHECK(full.posix_stream_full_status == POSIX_TRACE_FULL);
 
     uint64_t delivered = 0;
+    int starts = 0, stops = 0;
     for (;;) {
         Got g = try_next(stream.get());
         REQUIRE(g.err == 0);
         if (g.unavailable)
             break;
         delivered += g.info.posix_event_id == id;
+        starts += g.info.posix_event_id == POSIX_TRACE_START;
+        stops += g.info.posix_event_id == POSIX_TRACE_STOP;
     }
+    CHECK(starts == 1); // the first start only
+    CHECK(stops == 1);  // the automatic stop only
     posix_trace_status_info st = status_of(stream.get());
     CHECK(st.posix_stream_status == POSIX_TRACE_SUSPENDED); // no automatic restart
     CHECK(st.posix_stream_full_status == POSIX_TRACE_NOT_FULL);

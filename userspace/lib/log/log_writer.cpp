@@ -21,7 +21,6 @@ namespace {
 // header and checksum cost nothing, small enough that a reader holds one.
 constexpr size_t kSequentialBlockPayload = 256 * 1024;
 constexpr size_t kMaxLoopSlot = 256 * 1024;
-constexpr size_t kMinLoopSlot = 16 * 1024; // an event of max-data-size fits
 // Encoded blocks waiting for the disk; beyond this the stream waits (and
 // the kernel rings absorb the burst, or count what they cannot).
 constexpr size_t kMaxQueuedBytes = 64u << 20;
@@ -75,10 +74,20 @@ size_t round_up(size_t value, size_t multiple)
 }
 
 // LOOP slots: about a quarter of the log each, so overwriting one loses at
-// most a quarter of the history, and at least two of them.
-void plan_loop_slots(size_t log_size, uint32_t &slot_size, uint64_t &slot_count)
+// most a quarter of the history, and at least two of them; page-sized and
+// large enough for the largest event and its name when the log has room for
+// that. The slots never take more than log-max-size (POSIX: the most bytes
+// the log allocates for events): in a log too small for two such slots, an
+// event larger than a slot is truncated to fit (append()).
+void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
+                     uint64_t &slot_count)
 {
-    size_t slot = std::clamp(log_size / 4 / kPageSize * kPageSize, kMinLoopSlot, kMaxLoopSlot);
+    size_t largest_event = kBlockHeaderSize + padded8(kNameRecordHeader + kMaxNameLength) +
+                           padded8(kEventRecordHeader + std::min(max_data_size, kMaxEventData));
+    size_t slot = std::clamp(log_size / 4 / kPageSize * kPageSize,
+                             round_up(largest_event, kPageSize), kMaxLoopSlot);
+    if (2 * slot > log_size)
+        slot = log_size / 2 / 8 * 8;
     slot_size = uint32_t(slot);
     slot_count = std::max<uint64_t>(2, log_size / slot);
 }
@@ -142,7 +151,8 @@ int LogWriter::prepare(int fd, const Attributes &attributes)
         return errno == EMFILE ? ENOMEM : EBADF;
 
     if (loop)
-        plan_loop_slots(attributes.log_size, layout_.slot_size, layout_.slot_count);
+        plan_loop_slots(attributes.log_size, attributes.max_data_size, layout_.slot_size,
+                        layout_.slot_count);
     return 0;
 }
 
@@ -312,6 +322,13 @@ bool LogWriter::append(const pt_record &record, const void *data, const NameLook
         submit();
         name = name_if_new();
     }
+    pt_record stored = record;
+    size_t room = payload_capacity() - name_record_bytes(name);
+    if (event_bytes > room) { // a LOOP log too small for its largest events
+        stored.data_len = uint32_t((room - kEventRecordHeader) / 8 * 8);
+        stored.flags |= PT_RECORD_TRUNCATED;
+        event_bytes = padded8(kEventRecordHeader + stored.data_len);
+    }
     if (!reserve(name_record_bytes(name) + event_bytes, false)) {
         ++discarded_;
         if (closing_stop_written_)
@@ -321,7 +338,7 @@ bool LogWriter::append(const pt_record &record, const void *data, const NameLook
     }
     if (name)
         add_name_record(id, *name);
-    add_event_record(record, data);
+    add_event_record(stored, data);
     return false;
 }
 
