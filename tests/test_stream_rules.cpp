@@ -5,6 +5,7 @@
 #include <posix_trace/events.h>
 #include <trace.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -204,4 +205,44 @@ TEST_CASE("an event read from a stream with log is taken out of it: the log neve
     for (int i = 0; i < 9; ++i)
         CHECK(number_of(user[size_t(i)]) == i + 1);
     CHECK(user_events_of(read.events, POSIX_TRACE_START).empty()); // read before it
+}
+
+TEST_CASE("events whose max sizes add up to stream-min-size are all recorded, whatever the policy",
+          "[stream]")
+{
+    int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_FLUSH);
+    INFO("stream full policy " << policy);
+    const size_t stream_size = 64 * 1024;
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, stream_size) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, policy) == 0);
+    size_t user_size = 0, system_size = 0;
+    REQUIRE(posix_trace_attr_getmaxusereventsize(&a.attr, sizeof(int), &user_size) == 0);
+    REQUIRE(posix_trace_attr_getmaxsystemeventsize(&a.attr, &system_size) == 0);
+    // The set: the start event, the user events, the stop event.
+    const int count = int((stream_size - 2 * system_size) / user_size);
+    REQUIRE(2 * system_size + size_t(count) * user_size <= stream_size);
+
+    TempFile file; // the log of the FLUSH stream, which never needs it here
+    StreamGuard stream = policy == POSIX_TRACE_FLUSH ? make_logged_stream(file.fd(), &a.attr)
+                                                     : make_stream(&a.attr);
+    filter_thread_events(stream.get());
+    trace_event_id_t id = user_event("rules.exact_fit");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    for (int i = 0; i < count; ++i)
+        posix_trace_event(id, &i, sizeof i);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::vector<Event> events = read_available(stream.get());
+    auto ids = ids_of(events);
+    CHECK(std::count(ids.begin(), ids.end(), POSIX_TRACE_OVERFLOW) == 0);
+    std::vector<Event> user = user_events_in(events);
+    REQUIRE(user.size() == size_t(count));
+    for (int i = 0; i < count; ++i)
+        REQUIRE(number_of(user[size_t(i)]) == i);
+    CHECK(ids.front() == POSIX_TRACE_START);
+    CHECK(ids.back() == POSIX_TRACE_STOP);
+    posix_trace_status_info status{};
+    REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+    CHECK(status.posix_stream_overrun_status == POSIX_TRACE_NO_OVERRUN);
 }

@@ -222,6 +222,35 @@ TEST_CASE("td_sleep counts a thread's voluntary switches; switchto and switchfro
         }
 }
 
+TEST_CASE("td_idle: exactly the switches from the thread to the CPU's idle task", "[thread_events]")
+{
+    Workload workload({"sleeper", "300"});
+    pid_t pid = workload.child.pid(), worker = workload.ready_tid(0);
+    StreamGuard stream = thread_stream(pid);
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    workload.child.say("go\n");
+    REQUIRE(workload.child.read_line() == "done\n");
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    auto events = thread_events(stream.get());
+    size_t to_idle = 0;
+    std::vector<const TdEvent *> idles;
+    for (const auto &e : events) {
+        if (e.data.tid != worker)
+            continue;
+        to_idle += e.event == TD_SWITCHFROM && e.data.value2 == 0; // next tid 0: idle
+        if (e.event == TD_IDLE)
+            idles.push_back(&e);
+    }
+    CAPTURE(to_idle, idles.size());
+    // 300 sleeps of 200 us on a 2-CPU machine where the test waits too:
+    // the worker's CPU has nothing else to run after many of them.
+    CHECK(to_idle >= 1);
+    CHECK(idles.size() == to_idle);
+    for (const TdEvent *idle : idles)
+        CHECK(idle->data.value == idle->data.cpu); // value: the CPU going idle
+}
+
 TEST_CASE("td_preempt counts involuntary switches of threads competing for one CPU",
           "[thread_events]")
 {

@@ -116,7 +116,13 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (int err = probes_->refresh(target))
         return err;
 
-    buffer_ = std::make_unique<EventBuffer>(attributes.stream_size);
+    // stream-min-size is the room for the events a user plans for (POSIX:
+    // a set of events whose max sizes add up to it is recorded without
+    // loss); UNTIL_FULL's closing stop and loss report have their own.
+    size_t closing_room =
+        attributes.stream_full_policy == POSIX_TRACE_UNTIL_FULL ? kStopEventBytes + kLossEventsBytes
+                                                                : 0;
+    buffer_ = std::make_unique<EventBuffer>(attributes.stream_size + closing_room);
     if (!buffer_->valid())
         return ENOMEM;
     for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
