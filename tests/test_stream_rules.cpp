@@ -1,8 +1,11 @@
 // Rules of the standard about streams that no other test file states:
 // what outlives an attributes object, what a clear keeps, what a read of a
-// stream with log takes away, and the calls with nothing to trace.
+// stream with log takes away, the room stream-min-size guarantees, posix_spawn
+// and the calls with nothing to trace.
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <trace.h>
 
 #include <algorithm>
@@ -224,8 +227,8 @@ TEST_CASE("events whose max sizes add up to stream-min-size are all recorded, wh
     REQUIRE(2 * system_size + size_t(count) * user_size <= stream_size);
 
     TempFile file; // the log of the FLUSH stream, which never needs it here
-    StreamGuard stream = policy == POSIX_TRACE_FLUSH ? make_logged_stream(file.fd(), &a.attr)
-                                                     : make_stream(&a.attr);
+    StreamGuard stream =
+        policy == POSIX_TRACE_FLUSH ? make_logged_stream(file.fd(), &a.attr) : make_stream(&a.attr);
     filter_thread_events(stream.get());
     trace_event_id_t id = user_event("rules.exact_fit");
     REQUIRE(posix_trace_start(stream.get()) == 0);
@@ -245,4 +248,29 @@ TEST_CASE("events whose max sizes add up to stream-min-size are all recorded, wh
     posix_trace_status_info status{};
     REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
     CHECK(status.posix_stream_overrun_status == POSIX_TRACE_NO_OVERRUN);
+}
+
+TEST_CASE("posix_spawn follows the inheritance policy as fork does", "[stream][inherit]")
+{
+    int inheritance = GENERATE(POSIX_TRACE_INHERITED, POSIX_TRACE_CLOSE_FOR_CHILD);
+    INFO((inheritance == POSIX_TRACE_INHERITED ? "INHERITED" : "CLOSE_FOR_CHILD"));
+    Attr a;
+    REQUIRE(posix_trace_attr_setinherited(&a.attr, inheritance) == 0);
+    StreamGuard stream = make_stream(&a.attr);
+    filter_thread_events(stream.get());
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    std::string helper = helper_path("late_names"); // 9 user events after 0.2 s
+    char *argv[] = {helper.data(), nullptr};
+    pid_t child = 0;
+    REQUIRE(posix_spawn(&child, helper.c_str(), nullptr, nullptr, argv, environ) == 0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    size_t from_child = 0;
+    for (const Event &event : user_events_in(read_available(stream.get())))
+        from_child += event.info.posix_pid == child;
+    CHECK(from_child == (inheritance == POSIX_TRACE_INHERITED ? 9u : 0u));
 }
