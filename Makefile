@@ -50,7 +50,7 @@ STRESS_OBJS  := $(STRESS_SRCS:%.cpp=$(BUILD)/obj/%.o)
 STRESS_SECONDS ?= 300
 RPATH        := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all test demo bench install clean deps format stress
+.PHONY: all test demo bench install clean deps format stress report-example
 all: $(SHLIB) $(STLIB) $(CLI) $(TESTS) $(STRESS) $(EXAMPLE_BINS) $(BENCH_BINS)
 
 deps:
@@ -72,6 +72,8 @@ $(BUILD)/obj/%.o: %.cpp $(SKEL)
 
 # The library exports only the C ABI (functions marked visible).
 $(BUILD)/obj/userspace/lib/%.o: CXXFLAGS += -fvisibility=hidden
+# Tests that check files of the tree (the manual pages) find it here.
+$(BUILD)/obj/tests/%.o: CXXFLAGS += -DPOSIXTRACE_SOURCE_DIR=\"$(CURDIR)\"
 
 $(SHLIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -87,12 +89,15 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
-# The tests link the CLI's export writers to test them on synthetic events.
+# The tests link the CLI's export writers and the report's timeline to test
+# them on synthetic events.
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
-                 $(BUILD)/obj/userspace/cli/event_format.o,$(CLI_OBJS)))
+                 $(BUILD)/obj/userspace/cli/event_format.o \
+                 $(BUILD)/obj/userspace/cli/report/timeline.o \
+                 $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread
 
 # The stress harness (tests/stress/): `make test` runs it briefly, `make
 # stress` for STRESS_SECONDS.
@@ -138,6 +143,19 @@ demo:
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/examples/demo
 
+# docs/report-example.png: the report of a program with 20 named threads,
+# rendered by headless chromium.
+report-example:
+	@scripts/install-deps.sh
+	@scripts/mount-tracefs.sh
+	@$(MAKE) --no-print-directory all
+	$(CLI) record --events user,td,system -o $(BUILD)/report-example.ptlog \
+	    -- $(BUILD)/tests/helpers/named_threads
+	$(CLI) report $(BUILD)/report-example.ptlog -o $(BUILD)/report-example.html
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
+	    --user-data-dir=/tmp/posixtrace-chromium \
+	    --screenshot=docs/report-example.png file://$(abspath $(BUILD))/report-example.html
+
 stress:
 	@scripts/install-deps.sh
 	@scripts/mount-tracefs.sh
@@ -160,6 +178,10 @@ install: all
 	ln -sf libposixtrace.so.$(SOVERSION) $(PREFIX)/lib/libposixtrace.so
 	install -m 644 $(STLIB) $(PREFIX)/lib/
 	install -m 755 $(CLI) $(PREFIX)/bin/posixtrace
+	install -d $(PREFIX)/share/man/man1 $(PREFIX)/share/man/man3 $(PREFIX)/share/man/man7
+	for page in man/*.[137]; do \
+	    install -m 644 $$page $(PREFIX)/share/man/man$${page##*.}/; \
+	done
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@VERSION@|$(VERSION)|' \
 	    scripts/posixtrace.pc.in > $(PREFIX)/lib/pkgconfig/posixtrace.pc
 

@@ -2,13 +2,13 @@
 // up (log full policy UNTIL_FULL) and when the process execs.
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
-#include <unistd.h>
-
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "log_support.hpp"
@@ -368,4 +368,46 @@ TEST_CASE("a LOOP log takes no more than log-max-size for its events, however sm
         CHECK(kept[i].info.posix_truncation_status ==
               (whole ? POSIX_TRACE_NOT_TRUNCATED : POSIX_TRACE_TRUNCATED_RECORD));
     }
+}
+
+TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]")
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 1u << 20) == 0);
+    StreamGuard stream = make_logged_stream(fds[1], &a.attr);
+    close(fds[1]); // the log writer has its own descriptor
+    trace_event_id_t id = user_event("log.flushing");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    emit_numbered(id, 2000); // about 300 KB: more than the pipe holds
+
+    // Nobody reads the pipe: the writer cannot finish the flush.
+    REQUIRE(posix_trace_flush(stream.get()) == 0);
+    posix_trace_status_info status{};
+    for (int i = 0; i < 5; ++i) {
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        CHECK(status.posix_stream_flush_status == POSIX_TRACE_FLUSHING);
+        usleep(10000);
+    }
+    size_t read_bytes = 0;
+    std::thread reader([&] {
+        char chunk[65536];
+        ssize_t n;
+        while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+            read_bytes += size_t(n);
+    });
+    for (int i = 0; i < 5000; ++i) {
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
+            break;
+        usleep(1000);
+    }
+    CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+    CHECK(status.posix_stream_flush_error == 0);
+    REQUIRE(stream.shutdown() == 0); // closes the writing end: the reader ends
+    reader.join();
+    close(fds[0]);
+    CHECK(read_bytes > 2000 * 100);
 }

@@ -7,6 +7,7 @@
 #include "export/export_command.hpp"
 #include "probes_command.hpp"
 #include "record_command.hpp"
+#include "report/report_command.hpp"
 #include "threads/threads_command.hpp"
 
 int main(int argc, char **argv)
@@ -18,6 +19,7 @@ int main(int argc, char **argv)
     posixtrace::cli::add_export_command(app);
     posixtrace::cli::add_probes_command(app);
     posixtrace::cli::add_record_command(app);
+    posixtrace::cli::add_report_command(app);
     posixtrace::cli::add_threads_command(app);
     try {
         app.parse(argc, argv);
