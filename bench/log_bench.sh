@@ -49,6 +49,11 @@ timed "posixtrace dump --json" "$cli" dump "$dir/big.log" --json
 timed "posixtrace export --format chrome" "$cli" export "$dir/big.log" --format chrome -o "$dir/big.json"
 rm -f "$dir/big.json"
 timed "posixtrace export --format ctf" "$cli" export "$dir/big.log" --format ctf -o "$dir/ctf"
+timed "posixtrace report (HTML page)" "$cli" report "$dir/big.log" -o "$dir/big.html"
+report_mb=$(awk -v b="$(stat -c %s "$dir/big.html")" 'BEGIN {printf "%.1f", b / 1048576}')
+rm -f "$dir/big.html"
 if command -v babeltrace2 >/dev/null; then
     timed "peer: babeltrace2 printing that CTF export" babeltrace2 "$dir/ctf"
 fi
+echo "the report's page: $report_mb MB"
+

@@ -290,6 +290,22 @@ Stream create_stream(const Scenario &scenario, pid_t pid, int log_fd)
     return stream;
 }
 
+// ", lost: N ring full, N late, ..." for the causes with a count.
+std::string loss_causes(const posix_trace_loss_counters &losses)
+{
+    std::string text;
+    auto add = [&](uint64_t count, const char *cause) {
+        if (count)
+            text += (text.empty() ? ", lost: " : ", ") + std::to_string(count) + " " + cause;
+    };
+    add(losses.ring_full, "ring full");
+    add(losses.runs_skipped, "runs skipped");
+    add(losses.late, "late");
+    add(losses.overwritten, "overwritten");
+    add(losses.refused, "refused");
+    return text;
+}
+
 void print_result(const Scenario &scenario, double seconds, const Checker &checker,
                   const std::vector<std::string> &violations, const std::string &extra)
 {
@@ -368,6 +384,10 @@ bool run(const Scenario &scenario, double seconds)
         posix_trace_shutdown(trid);
         return false;
     }
+    // Where the losses came from, printed with the result (read before a
+    // shutdown, after which the trid is gone).
+    posix_trace_loss_counters losses{};
+    posix_trace_get_loss_counters(trid, &losses);
     std::vector<std::string> violations;
     if (logged) {
         int err = posix_trace_shutdown(trid);
@@ -388,6 +408,7 @@ bool run(const Scenario &scenario, double seconds)
     violations.insert(violations.end(), found.begin(), found.end());
     std::string extra =
         scenario.storm ? ", " + std::to_string(storm.actions) + " storm actions" : "";
+    extra += loss_causes(losses);
     print_result(scenario, seconds, checker, violations, extra);
     return violations.empty();
 }
