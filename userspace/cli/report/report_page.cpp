@@ -172,6 +172,12 @@ std::string summary_html(const Timeline &timeline, const ReportSource &source)
         out += "<div class=\"lossnote\">" + std::to_string(timeline.lost()) +
                " events were lost while recording: the red lines across the lanes show where, "
                "with their counts.</div>\n";
+    if (source.status.posix_log_overrun_status == POSIX_TRACE_OVERRUN)
+        out += "<div class=\"note\" id=\"wrapped\">The log wrapped (POSIX_TRACE_LOOP): its oldest "
+               "events were overwritten, the page starts after them.</div>\n";
+    else if (source.status.posix_log_full_status == POSIX_TRACE_FULL)
+        out += "<div class=\"note\" id=\"log-full\">The log was full "
+               "(POSIX_TRACE_UNTIL_FULL): the events after it filled were not written.</div>\n";
     if (!source.reading_problem.empty())
         out +=
             "<div class=\"note\" id=\"damage\">" + html_escape(source.reading_problem) + "</div>\n";
