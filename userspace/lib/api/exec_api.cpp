@@ -17,16 +17,19 @@
 
 namespace {
 
-template <typename Function> Function next_definition(const char *name)
+// Every log written out, then libc's own `name` (the definition after ours)
+// called; -1 with ENOSYS if this libc has none.
+template <typename... Args> int flush_logs_then(const char *name, Args... args)
 {
-    return reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
-}
-
-void flush_logs()
-{
+    auto real = reinterpret_cast<int (*)(Args...)>(dlsym(RTLD_NEXT, name));
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
     int saved = errno;
     posixtrace::StreamTable::instance().flush_logs_before_exec();
     errno = saved;
+    return real(args...);
 }
 
 // The arguments of an execl* call after `first`, up to its NULL; `envp` is
@@ -46,48 +49,33 @@ std::vector<char *> collect_arguments(const char *first, va_list arguments, char
 
 POSIXTRACE_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    static auto real =
-        next_definition<int (*)(const char *, char *const[], char *const[])>("execve");
-    flush_logs();
-    return real(path, argv, envp);
+    return flush_logs_then("execve", path, argv, envp);
 }
 
 POSIXTRACE_EXPORT int execv(const char *path, char *const argv[])
 {
-    static auto real = next_definition<int (*)(const char *, char *const[])>("execv");
-    flush_logs();
-    return real(path, argv);
+    return flush_logs_then("execv", path, argv);
 }
 
 POSIXTRACE_EXPORT int execvp(const char *file, char *const argv[])
 {
-    static auto real = next_definition<int (*)(const char *, char *const[])>("execvp");
-    flush_logs();
-    return real(file, argv);
+    return flush_logs_then("execvp", file, argv);
 }
 
 POSIXTRACE_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    static auto real =
-        next_definition<int (*)(const char *, char *const[], char *const[])>("execvpe");
-    flush_logs();
-    return real(file, argv, envp);
+    return flush_logs_then("execvpe", file, argv, envp);
 }
 
 POSIXTRACE_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    static auto real = next_definition<int (*)(int, char *const[], char *const[])>("fexecve");
-    flush_logs();
-    return real(fd, argv, envp);
+    return flush_logs_then("fexecve", fd, argv, envp);
 }
 
 POSIXTRACE_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                                int flags)
 {
-    static auto real =
-        next_definition<int (*)(int, const char *, char *const[], char *const[], int)>("execveat");
-    flush_logs();
-    return real(dirfd, path, argv, envp, flags);
+    return flush_logs_then("execveat", dirfd, path, argv, envp, flags);
 }
 
 POSIXTRACE_EXPORT int execl(const char *path, const char *arg, ...)

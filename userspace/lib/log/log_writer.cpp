@@ -99,7 +99,6 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
                       std::unique_ptr<LogWriter> &out)
 {
     auto writer = std::make_unique<LogWriter>();
-    writer->target_ = target;
     if (int err = writer->prepare(fd, attributes))
         return err;
     std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
@@ -303,11 +302,12 @@ void LogWriter::add_event_record(const pt_record &record, const void *data)
     ++events_in_block_;
 }
 
-bool LogWriter::append(const pt_record &record, const void *data, const NameLookup &name_of)
+LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
+                                      const NameLookup &name_of)
 {
     uint32_t id = record.event_id;
     if (id >= POSIX_TRACE_EVENT_ID_LIMIT)
-        return false;
+        return Appended::discarded;
     // User and USDT ids are the stream's own: each block names those it uses.
     auto name_if_new = [&]() -> std::optional<std::string> {
         if (id < POSIX_TRACE_USER_EVENT_FIRST || named_in_block_[id])
@@ -322,42 +322,32 @@ bool LogWriter::append(const pt_record &record, const void *data, const NameLook
         submit();
         name = name_if_new();
     }
-    pt_record stored = record;
-    size_t room = payload_capacity() - name_record_bytes(name);
-    if (event_bytes > room) { // a LOOP log too small for its largest events
-        stored.data_len = uint32_t((room - kEventRecordHeader) / 8 * 8);
-        stored.flags |= PT_RECORD_TRUNCATED;
-        event_bytes = padded8(kEventRecordHeader + stored.data_len);
+    // A LOOP log too small for its largest events keeps what fits of one.
+    pt_record fitted;
+    const pt_record *stored = &record;
+    if (size_t room = payload_capacity() - name_record_bytes(name); event_bytes > room) {
+        fitted = record;
+        fitted.data_len = uint32_t((room - kEventRecordHeader) / 8 * 8);
+        fitted.flags |= PT_RECORD_TRUNCATED;
+        event_bytes = padded8(kEventRecordHeader + fitted.data_len);
+        stored = &fitted;
     }
     if (!reserve(name_record_bytes(name) + event_bytes, false)) {
-        ++discarded_;
-        if (closing_stop_written_)
-            return false;
-        append_closing_stop(record.timestamp_ns);
-        return true;
+        bool first = discarded_++ == 0;
+        return first ? Appended::filled_it : Appended::discarded;
     }
     if (name)
         add_name_record(id, *name);
-    add_event_record(stored, data);
-    return false;
+    add_event_record(*stored, data);
+    return Appended::written;
 }
 
-// POSIX (log full policy UNTIL_FULL): the last event recorded in a full log
-// is POSIX_TRACE_STOP. It is stamped with the first event that did not fit.
-void LogWriter::append_closing_stop(uint64_t timestamp_ns)
+void LogWriter::append_closing_stop(const pt_record &stop, const void *data)
 {
-    closing_stop_written_ = true;
-    pt_record stop{};
-    stop.timestamp_ns = timestamp_ns;
-    stop.pid = uint32_t(target_);
-    stop.event_id = POSIX_TRACE_STOP;
-    stop.data_len = sizeof(posix_trace_stop_data);
-    stop.cpu = UINT16_MAX;
-    posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
     if (current_.size() - kBlockHeaderSize + kStopRecordBytes > payload_capacity())
         submit();
     if (reserve(kStopRecordBytes, true))
-        add_event_record(stop, &cause);
+        add_event_record(stop, data);
 }
 
 uint64_t LogWriter::submit()
@@ -423,7 +413,7 @@ uint64_t LogWriter::events_written() const
 int LogWriter::reset()
 {
     if (attributes_.log_full_policy == POSIX_TRACE_APPEND)
-        return 0; // POSIX leaves it unspecified: the log keeps what it has
+        return EOPNOTSUPP;
     if (!layout_.regular)
         return ESPIPE; // what went down a pipe cannot be taken back
     if (int err = forget_written_blocks())
@@ -432,7 +422,6 @@ int LogWriter::reset()
     next_sequence_ = 0;
     reserved_bytes_ = 0;
     discarded_ = 0;
-    closing_stop_written_ = false;
     std::lock_guard lock(mutex_);
     end_offset_ = layout_.data_offset;
     events_written_ = 0;

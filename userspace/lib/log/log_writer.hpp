@@ -50,12 +50,17 @@ public:
     LogWriter(const LogWriter &) = delete;
     LogWriter &operator=(const LogWriter &) = delete;
 
-    // True when this event found an UNTIL_FULL log full: the log now ends
-    // with a stop event, and the stream should stop recording.
-    bool append(const pt_record &record, const void *data, const NameLookup &name_of);
-    // posix_trace_clear: the log becomes as create() left it (APPEND logs
-    // are left alone). 0, ESPIPE for a log that cannot be rewritten (a pipe),
-    // or the error of rewriting it.
+    enum class Appended {
+        written,   // into the current block
+        discarded, // not written: the log is full (UNTIL_FULL), or a bad id
+        filled_it, // the first event the full log discards: close it now
+    };
+    Appended append(const pt_record &record, const void *data, const NameLookup &name_of);
+    // UNTIL_FULL: the log's last event (POSIX), in the room kept for it.
+    void append_closing_stop(const pt_record &stop, const void *data);
+    // posix_trace_clear: the log becomes as create() left it. 0; EOPNOTSUPP
+    // for an APPEND log (POSIX leaves it unspecified: it keeps what it has);
+    // ESPIPE for one that cannot be rewritten (a pipe); or a write error.
     int reset();
     // Hands the events appended so far to the writing thread; the ticket is
     // done() once they are written (or failed).
@@ -97,7 +102,6 @@ private:
     void release_reserved_space(uint64_t log_end);
     size_t payload_capacity() const;
     bool reserve(size_t bytes, bool closing_stop);
-    void append_closing_stop(uint64_t timestamp_ns);
     int forget_written_blocks();
     void start_block();
     void add_name_record(uint32_t id, const std::string &name);
@@ -108,7 +112,6 @@ private:
     void note_error(int err);
 
     Attributes attributes_{};
-    pid_t target_ = 0;
     Layout layout_;
     UniqueFd fd_;
     std::function<void()> progress_;
@@ -123,7 +126,6 @@ private:
     uint64_t next_sequence_ = 0;
     uint64_t reserved_bytes_ = 0; // UNTIL_FULL: bytes the blocks take in the log
     uint64_t discarded_ = 0;
-    bool closing_stop_written_ = false; // UNTIL_FULL
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;

@@ -327,10 +327,10 @@ int Stream::clear()
     overrun_ = false;
     counters_ = {};
     losses_ = {};
-    // POSIX: the log is reset too (an APPEND log is left alone). The flushes
-    // so far end with it: their blocks are gone. A log written to a pipe
-    // cannot take back what it sent (ESPIPE): it keeps it.
-    if (log_ && attributes_.log_full_policy != POSIX_TRACE_APPEND && log_->reset() == 0)
+    // POSIX: the log is reset too. The flushes so far end with it: their
+    // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
+    // it has: reset() says so with an error.)
+    if (log_ && log_->reset() == 0)
         flushes_.clear();
     if (auto_stopped_ || stopped_by_full_log_) {
         auto_stopped_ = false;
@@ -352,11 +352,7 @@ int Stream::shutdown()
             // Earlier flushes end first, so that their flush-stop events
             // precede the stop event and reach the log (close() would wait
             // for their blocks anyway).
-            while (!flushes_.empty() && !log_->done(flushes_.back())) {
-                lock.unlock();
-                usleep(100);
-                lock.lock();
-            }
+            wait_for_flushes_locked(lock);
             check_flush_done_locked();
             bool was_running = running_;
             stop_locked(lock); // drains the rings when it stops a running stream
@@ -420,12 +416,17 @@ void Stream::flush_log_before_exec()
     if (shut_down_)
         return;
     move_to_log_locked();
-    while (!flushes_.empty() && !log_->done(flushes_.back())) {
+    wait_for_flushes_locked(lock);
+}
+
+// Until the log writer has written every block handed to it; the lock is let
+// go meanwhile (the writer does not take it, a shutdown may).
+void Stream::wait_for_flushes_locked(std::unique_lock<std::mutex> &lock)
+{
+    while (!shut_down_ && !flushes_.empty() && !log_->done(flushes_.back())) {
         lock.unlock();
         usleep(100);
         lock.lock();
-        if (shut_down_)
-            return;
     }
 }
 
@@ -435,26 +436,30 @@ void Stream::move_to_log_locked()
     auto name_of = [this](uint32_t id) { return event_name_locked(id); };
     pt_record report;
     posix_trace_overflow_data loss;
-    bool log_filled = false;
+    auto append = [&](const pt_record &record, const void *data) {
+        if (log_->append(record, data, name_of) == log::LogWriter::Appended::filled_it)
+            close_full_log_locked(record.timestamp_ns);
+    };
     while (take_loss_report_locked(report, loss))
-        log_filled |= log_->append(report, &loss, name_of);
+        append(report, &loss);
     while (!buffer_->empty()) {
         const pt_record &record = buffer_->front();
-        log_filled |= log_->append(record, record.data, name_of);
+        append(record, record.data);
         buffer_->pop();
     }
     if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
         full_ = false;
     flushes_.push_back(log_->submit());
-    if (log_filled)
-        stop_for_full_log_locked();
 }
 
-// Log full policy UNTIL_FULL: the log ends with a stop event (the writer put
-// it there); the stream stops too, so the kernel records nothing the log
-// would discard. posix_trace_clear or posix_trace_start runs it again.
-void Stream::stop_for_full_log_locked()
+// Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
+// with the first event that did not fit, in the room the writer kept for
+// it. The stream stops too, so the kernel records nothing the log would
+// discard; posix_trace_clear or posix_trace_start runs it again.
+void Stream::close_full_log_locked(uint64_t timestamp_ns)
 {
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
+    log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
     if (!running_)
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);

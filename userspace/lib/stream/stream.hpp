@@ -108,7 +108,8 @@ private:
     int open_log(int log_fd);
     void stop_locked(std::unique_lock<std::mutex> &lock);
     void move_to_log_locked();
-    void stop_for_full_log_locked();
+    void close_full_log_locked(uint64_t timestamp_ns);
+    void wait_for_flushes_locked(std::unique_lock<std::mutex> &lock);
     void note_flush_start_locked(uint64_t monotonic_ns);
     void check_flush_done_locked();
     log::FinalState final_state_locked();

@@ -50,36 +50,36 @@ std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
     return stream;
 }
 
+// The streams this process owns (a forked child owns none of the table it
+// inherited); taken out of the table when `remove`.
+std::vector<std::shared_ptr<Stream>> StreamTable::owned(bool remove)
+{
+    std::vector<std::shared_ptr<Stream>> found;
+    std::lock_guard lock(mutex_);
+    for (auto it = streams_.begin(); it != streams_.end();) {
+        if (!it->second->owned_by_this_process()) {
+            ++it;
+        } else if (remove) {
+            found.push_back(std::move(it->second));
+            it = streams_.erase(it);
+        } else {
+            found.push_back((it++)->second);
+        }
+    }
+    return found;
+}
+
 void StreamTable::flush_logs_before_exec()
 {
     if (adding_process_ != getpid())
         return;
-    std::vector<std::shared_ptr<Stream>> owned;
-    {
-        std::lock_guard lock(mutex_);
-        for (const auto &[id, stream] : streams_)
-            if (stream->owned_by_this_process())
-                owned.push_back(stream);
-    }
-    for (auto &stream : owned)
+    for (auto &stream : owned(false))
         stream->flush_log_before_exec();
 }
 
 void StreamTable::shutdown_all()
 {
-    std::vector<std::shared_ptr<Stream>> owned;
-    {
-        std::lock_guard lock(mutex_);
-        for (auto it = streams_.begin(); it != streams_.end();) {
-            if (it->second->owned_by_this_process()) {
-                owned.push_back(std::move(it->second));
-                it = streams_.erase(it);
-            } else {
-                ++it;
-            }
-        }
-    }
-    for (auto &stream : owned)
+    for (auto &stream : owned(true))
         stream->shutdown();
 }
 

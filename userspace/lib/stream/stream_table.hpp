@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "stream/stream.hpp"
 
@@ -28,6 +29,8 @@ public:
     void flush_logs_before_exec();
 
 private:
+    std::vector<std::shared_ptr<Stream>> owned(bool remove);
+
     mutable std::mutex mutex_;
     // The process that last added a stream: a forked child that owns none
     // can exec without taking mutex_, which a thread of its parent may have
