@@ -10,7 +10,6 @@
 #include <string>
 
 #include "event_format.hpp"
-#include "read_progress.hpp"
 #include "target.hpp"
 #include "trace_log.hpp"
 
@@ -38,14 +37,9 @@ int run(const DumpOptions &options)
     static char output_buffer[1 << 20];
     std::setvbuf(stdout, output_buffer, _IOFBF, sizeof output_buffer);
 
-    ReadProgress progress(options.file, log.file_size());
     ReadTally tally;
-    int err = log.read_all([&](const LoggedEvent &event) {
-        progress.advance(event.length);
-        tally.count(event);
-        print_event(event, options.json);
-    });
-    progress.clear();
+    int err =
+        log.read_all(tally, [&](const LoggedEvent &event) { print_event(event, options.json); });
     if (std::fflush(stdout) != 0 || std::ferror(stdout))
         fail(std::string("standard output: ") + std::strerror(errno));
     if (err)

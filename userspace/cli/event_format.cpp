@@ -215,10 +215,8 @@ Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *d
         break;
     }
     default:
-        if (info.posix_event_id >= POSIX_TRACE_TD_EVENT_FIRST &&
-            info.posix_event_id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
-            thread_event_fields(td_event_e(info.posix_event_id - POSIX_TRACE_TD_EVENT_FIRST + 1),
-                                data, length, fields);
+        if (auto td = thread_event_of(info.posix_event_id))
+            thread_event_fields(*td, data, length, fields);
         break;
     }
     return fields;

@@ -1,7 +1,10 @@
 #pragma once
+#include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 #include <trace.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace posixtrace::cli {
@@ -20,6 +23,15 @@ std::string format_json(const posix_trace_event_info &info, const std::string &n
 // that carry the time, pid, tid and name elsewhere.
 std::string format_json_data_fields(const posix_trace_event_info &info, const unsigned char *data,
                                     size_t length, bool with_string = false);
+
+// The TD_* event a trace event type id is (ids 16 .. 29), if it is one.
+inline std::optional<td_event_e> thread_event_of(trace_event_id_t id)
+{
+    if (id < POSIX_TRACE_TD_EVENT_FIRST ||
+        id >= POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
+        return std::nullopt;
+    return td_event_e(id - POSIX_TRACE_TD_EVENT_FIRST + TD_MIN_EVENT_NUM);
+}
 
 // `text` as a JSON string literal, quotes included. Bytes that are not UTF-8
 // are escaped as the Latin-1 characters they would be, so the result is

@@ -91,6 +91,16 @@ posix_trace_status_info TraceLog::status() const
     return status;
 }
 
+int TraceLog::read_all(ReadTally &tally, const std::function<void(const LoggedEvent &)> &visit)
+{
+    ReadProgress progress(path_, file_size_);
+    return read_all([&](const LoggedEvent &event) {
+        progress.advance(event.length);
+        tally.count(event);
+        visit(event);
+    });
+}
+
 int TraceLog::read_all(const std::function<void(const LoggedEvent &)> &visit)
 {
     for (;;) {

@@ -10,6 +10,7 @@
 
 #include "event_names_cache.hpp"
 #include "logged_event.hpp"
+#include "read_progress.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace::cli {
@@ -33,6 +34,9 @@ public:
     // the error of posix_trace_getnext_event (EINVAL: a damaged block; the
     // events before it have been visited).
     int read_all(const std::function<void(const LoggedEvent &)> &visit);
+    // read_all, counting the events into `tally` and showing the reading's
+    // progress on a terminal (erased before it returns, or throws).
+    int read_all(ReadTally &tally, const std::function<void(const LoggedEvent &)> &visit);
 
 private:
     std::string path_;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "../event_format.hpp"
+
 namespace posixtrace::cli {
 namespace {
 
@@ -144,9 +146,8 @@ CtfPayloadLayout ctf_payload_layout(trace_event_id_t id)
     default:
         break;
     }
-    if (id >= POSIX_TRACE_TD_EVENT_FIRST &&
-        id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
-        return thread_event_layout(td_event_e(id - POSIX_TRACE_TD_EVENT_FIRST + TD_MIN_EVENT_NUM));
+    if (auto td = thread_event_of(id))
+        return thread_event_layout(*td);
     if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
         return {{"args", Type::int64_sequence}};
     return {{"data", Type::byte_sequence}}; // user events, the other system events

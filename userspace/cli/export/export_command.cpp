@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "../read_progress.hpp"
 #include "../target.hpp"
 #include "../trace_log.hpp"
 #include "chrome_writer.hpp"
@@ -49,22 +48,15 @@ int run(const ExportOptions &options)
 {
     check_options(options);
     TraceLog log(options.file);
-    ReadProgress progress(options.file, log.file_size());
     ReadTally tally;
     int err = 0;
     std::string caveat;
     try {
         std::unique_ptr<EventWriter> writer = make_writer(options, log.description());
-        err = log.read_all([&](const LoggedEvent &event) {
-            progress.advance(event.length);
-            tally.count(event);
-            writer->write(event);
-        });
-        progress.clear();
+        err = log.read_all(tally, [&](const LoggedEvent &event) { writer->write(event); });
         writer->finish(); // what was read is a valid trace, even if damage stopped the reading
         caveat = writer->caveat();
     } catch (const std::exception &error) {
-        progress.clear();
         fail(error.what());
     }
     if (err)

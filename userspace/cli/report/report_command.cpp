@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "../read_progress.hpp"
 #include "../target.hpp"
 #include "../trace_log.hpp"
 #include "report_page.hpp"
@@ -28,15 +27,9 @@ int run(const ReportOptions &options)
         fail("report: give the trace log to draw (posixtrace report FILE [-o OUT.html])");
     std::string output = options.output.empty() ? options.file + ".html" : options.output;
     TraceLog log(options.file);
-    ReadProgress progress(options.file, log.file_size());
     ReadTally tally;
     Timeline timeline;
-    int err = log.read_all([&](const LoggedEvent &event) {
-        progress.advance(event.length);
-        tally.count(event);
-        timeline.add(event);
-    });
-    progress.clear();
+    int err = log.read_all(tally, [&](const LoggedEvent &event) { timeline.add(event); });
     timeline.finish();
     ReportSource source{options.file, log.description(), log.status(), ""};
     if (err)

@@ -12,19 +12,6 @@
 namespace posixtrace::cli {
 namespace {
 
-// The kernel's task states a thread can leave its CPU in (sched_switch's
-// prev_state): stopped by a signal or by a tracer.
-constexpr uint64_t kTaskStopped = 0x4, kTaskTraced = 0x8;
-
-bool thread_event_of(trace_event_id_t id, td_event_e &event)
-{
-    if (id < POSIX_TRACE_TD_EVENT_FIRST ||
-        id >= POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
-        return false;
-    event = td_event_e(id - POSIX_TRACE_TD_EVENT_FIRST + TD_MIN_EVENT_NUM);
-    return true;
-}
-
 bool is_marker_event(trace_event_id_t id)
 {
     return id >= POSIX_TRACE_USER_EVENT_FIRST || id == POSIX_TRACE_UNNAMED_USEREVENT;
@@ -46,21 +33,9 @@ std::string exit_text(int wait_status)
 
 const char *state_name(LaneState state)
 {
-    switch (state) {
-    case LaneState::running:
-        return "running";
-    case LaneState::runnable:
-        return "runnable";
-    case LaneState::sleeping:
-        return "sleeping";
-    case LaneState::locked:
-        return "waiting for a lock";
-    case LaneState::stopped:
-        return "stopped";
-    case LaneState::exited:
-        return "exited";
-    }
-    return "?";
+    static const char *const kNames[] = {"running", "runnable", "sleeping", "waiting for a lock",
+                                         "stopped", "exited"};
+    return kNames[size_t(state)];
 }
 
 Lane &Timeline::lane(pid_t pid, pid_t tid)
@@ -89,12 +64,10 @@ void Timeline::add(const LoggedEvent &event)
     trace_event_id_t id = event.info.posix_event_id;
     pid_t pid = event.info.posix_pid, tid = event.info.posix_tid;
 
-    td_event_e td;
     td_event_data data;
-    if (thread_event_of(id, td) && event.length >= sizeof data) {
+    if (auto td = thread_event_of(id); td && event.length >= sizeof data) {
         std::memcpy(&data, event.data, sizeof data);
-        threads_.apply(td, data, absolute);
-        apply_thread_event(td, data, pid, ns);
+        apply_thread_event(*td, data, pid, absolute, ns);
     } else if (id == POSIX_TRACE_OVERFLOW && event.length >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data loss;
         std::memcpy(&loss, event.data, sizeof loss);
@@ -107,71 +80,59 @@ void Timeline::add(const LoggedEvent &event)
     }
 }
 
+// The thread table (what `posixtrace threads` shows) follows each thread's
+// state; its lane draws what the table says, span by span.
 void Timeline::apply_thread_event(td_event_e event, const td_event_data &data, pid_t pid,
-                                  uint64_t ns)
+                                  uint64_t absolute_ns, uint64_t ns)
 {
+    threads_.apply(event, data, absolute_ns);
     Lane &thread = lane(pid, data.tid);
-    std::string name = thread_name_of(data);
-    if (!name.empty() && name != thread.name) {
-        if (!thread.name.empty() && std::find(thread.renames.begin(), thread.renames.end(),
-                                              thread.name) == thread.renames.end())
-            thread.renames.push_back(thread.name);
-        thread.name = name;
-    }
-    switch (event) {
-    case TD_SWITCHTO:
-        thread.waiting_for_lock = false;
-        enter(thread, LaneState::running, int(data.cpu), ns);
-        break;
-    case TD_SWITCHFROM:
-        if (data.value == 0)
-            enter(thread, LaneState::runnable, -1, ns);
-        else if (data.value & (kTaskStopped | kTaskTraced))
-            enter(thread, LaneState::stopped, -1, ns);
-        else
-            enter(thread, thread.waiting_for_lock ? LaneState::locked : LaneState::sleeping, -1,
-                  ns);
-        break;
-    case TD_READY:
-        if (thread.state != LaneState::running || !thread.known)
-            enter(thread, LaneState::runnable, -1, ns);
-        break;
-    case TD_LOCK_TRY:
-        thread.waiting_for_lock = true;
-        break;
-    case TD_TIMEOUT:
-        thread.waiting_for_lock = false;
-        break;
-    case TD_CREATE: {
-        Lane &born = lane(pid, pid_t(data.value));
-        if (born.name.empty())
-            born.name = name; // a new thread starts with its creator's name
-        enter(born, LaneState::runnable, -1, ns);
-        break;
-    }
-    case TD_DEATH:
-        enter(thread, LaneState::exited, -1, ns);
-        break;
-    case TD_CATCHSIG:
+    note_name(thread, thread_name_of(data));
+    follow_thread_table(thread, ns);
+    if (event == TD_CREATE)
+        follow_thread_table(lane(pid, pid_t(data.value)), ns);
+    else if (event == TD_CATCHSIG)
         push_marker(thread, kind_index("td_catchsig"), ns,
                     [&] { return "signal " + std::to_string(data.value) + " delivered"; });
-        break;
-    default:
-        break;
-    }
+}
+
+void Timeline::note_name(Lane &lane, const std::string &name)
+{
+    if (name.empty() || name == lane.name)
+        return;
+    if (!lane.name.empty() &&
+        std::find(lane.renames.begin(), lane.renames.end(), lane.name) == lane.renames.end())
+        lane.renames.push_back(lane.name);
+    lane.name = name;
+}
+
+void Timeline::follow_thread_table(Lane &lane, uint64_t ns)
+{
+    auto row = threads_.rows().find(lane.tid);
+    if (row == threads_.rows().end())
+        return;
+    if (lane.name.empty())
+        lane.name = row->second.name; // a new thread starts with its creator's name
+    static const std::map<char, LaneState> kStates = {
+        {'R', LaneState::running}, {'W', LaneState::runnable}, {'S', LaneState::sleeping},
+        {'L', LaneState::locked},  {'T', LaneState::stopped},  {'X', LaneState::exited}};
+    auto state = kStates.find(row->second.state);
+    if (state == kStates.end())
+        return; // not known yet
+    enter(lane, state->second, state->second == LaneState::running ? row->second.cpu : -1, ns);
 }
 
 // A thread's state changes at `ns`: the open span closes there.
 void Timeline::enter(Lane &lane, LaneState state, int cpu, uint64_t ns)
 {
-    if (lane.state == LaneState::exited && lane.known)
-        return; // an exited thread's last kernel steps are not a new life
-    if (lane.known && (lane.state != state || lane.cpu != cpu) && ns > lane.since_ns)
+    bool changed = !lane.known || lane.state != state || lane.cpu != cpu;
+    if (!changed)
+        return;
+    if (lane.known && ns > lane.since_ns)
         lane.spans.push_back({lane.since_ns, ns, lane.state, int16_t(lane.cpu)});
-    if (!lane.known || lane.state != state || lane.cpu != cpu)
-        lane.since_ns = ns;
+    lane.since_ns = ns;
     lane.state = state;
-    lane.cpu = state == LaneState::running ? cpu : -1;
+    lane.cpu = cpu;
     lane.known = true;
 }
 

@@ -107,7 +107,10 @@ public:
 
 private:
     Lane &lane(pid_t pid, pid_t tid);
-    void apply_thread_event(td_event_e event, const td_event_data &data, pid_t pid, uint64_t ns);
+    void apply_thread_event(td_event_e event, const td_event_data &data, pid_t pid,
+                            uint64_t absolute_ns, uint64_t ns);
+    void note_name(Lane &lane, const std::string &name);
+    void follow_thread_table(Lane &lane, uint64_t ns);
     void enter(Lane &lane, LaneState state, int cpu, uint64_t ns);
     void add_marker(Lane &lane, const LoggedEvent &event, uint64_t ns);
     void push_marker(Lane &lane, uint32_t kind, uint64_t ns,

@@ -18,7 +18,8 @@ uint64_t ThreadRow::run_time(uint64_t now_ns) const
 void ThreadTable::seed(pid_t tid, const std::string &name, char state, int cpu)
 {
     ThreadRow &thread = row(tid, name.c_str());
-    thread.state = state == 'R' ? 'W' : state == 'D' ? 'S' : state; // R in /proc: runnable
+    // In /proc, R is runnable and t a tracing stop.
+    thread.state = state == 'R' ? 'W' : state == 'D' ? 'S' : state == 't' ? 'T' : state;
     thread.cpu = cpu;
 }
 
@@ -38,8 +39,14 @@ void ThreadTable::switched_off(ThreadRow &thread, uint64_t state_left, uint64_t 
     if (thread.on_cpu_since_ns && ns > thread.on_cpu_since_ns)
         thread.run_ns += ns - thread.on_cpu_since_ns;
     thread.on_cpu_since_ns = 0;
+    // The kernel's task states a thread can leave its CPU in (sched_switch's
+    // prev_state): __TASK_STOPPED, __TASK_TRACED.
+    constexpr uint64_t kStopped = 0x4 | 0x8;
     if (!thread.exited)
-        thread.state = state_left == 0 ? 'W' : thread.waiting_for_lock ? 'L' : 'S';
+        thread.state = state_left == 0           ? 'W'
+                       : state_left & kStopped   ? 'T'
+                       : thread.waiting_for_lock ? 'L'
+                                                 : 'S';
 }
 
 void ThreadTable::apply(td_event_e event, const td_event_data &data, uint64_t ns)

@@ -14,7 +14,7 @@ namespace posixtrace::cli {
 struct ThreadRow {
     pid_t tid = 0;
     std::string name;
-    char state = '?';    // R on a CPU, W runnable, S sleeping, L waiting for a lock, X exited
+    char state = '?'; // R on a CPU, W runnable, S sleeping, L waiting for a lock, T stopped, X exited
     int cpu = -1;        // the CPU it runs or last ran on
     uint64_t run_ns = 0; // time on a CPU while traced
     uint64_t on_cpu_since_ns = 0; // 0: not on a CPU now

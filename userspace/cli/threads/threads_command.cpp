@@ -246,9 +246,10 @@ void add_threads_command(CLI::App &app)
         "Live view of the threads of a process (-p PID) or of a command, from their TD events");
     command->footer(
         "Columns: TID, NAME (comm, renames included), S (R on a CPU, W runnable, S sleeping,\n"
-        "L waiting for a lock, X exited), CPU (current or last), RUN s (time on a CPU while\n"
-        "traced), VOL / INVOL (voluntary / involuntary context switches), SIG (signals\n"
-        "delivered), LOCK (waits on a contended futex), MARK (new: created while traced;\n"
+        "L waiting for a lock, T stopped, X exited), CPU (current or last), RUN s (time on a\n"
+        "CPU while traced), VOL / INVOL (voluntary / involuntary context switches), SIG\n"
+        "(signals delivered), LOCK (waits on a contended futex), MARK (new: created while\n"
+        "traced; "
         "exit, exit N, sig N: how it ended).\n"
         "On a terminal the view is redrawn every --interval seconds; otherwise only the\n"
         "final table is printed. A summary goes to standard error at the end.\n"
