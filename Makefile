@@ -110,7 +110,7 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB)
 	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
 
 # Programs the tests trace (linked with the library, unaware of the tracer).
-$(BUILD)/tests/helpers/%: tests/helpers/%.c $(SHLIB)
+$(BUILD)/tests/helpers/%: tests/helpers/%.c tests/helpers/helpers.h $(SHLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) -o $@ $< -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS)
 

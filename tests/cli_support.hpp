@@ -45,6 +45,17 @@ inline bool lost_only_unreported_switches(const std::string &summary)
     return match[1] == "0" || (match[3].matched && match[3] == match[1]);
 }
 
+// An empty file /tmp/posixtrace-STEM-XXXXXX, for a command to write.
+inline std::string temp_path(const char *stem)
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/tmp/posixtrace-%s-XXXXXX", stem);
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    return path;
+}
+
 // Runs a shell command line; standard error is collected apart.
 inline Run run_shell(const std::string &command)
 {
@@ -66,7 +77,8 @@ inline Run run_shell(const std::string &command)
     unlink(err_path);
     // Shown with the next assertion: a failing command says why.
     if (run.status != 0)
-        UNSCOPED_INFO("`" << command << "` exited with " << run.status << "; its errors: " << run.err);
+        UNSCOPED_INFO("`" << command << "` exited with " << run.status
+                          << "; its errors: " << run.err);
     return run;
 }
 

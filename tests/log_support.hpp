@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,30 @@ inline std::vector<Event> user_events_of(const std::vector<Event> &events, trace
         if (event.info.posix_event_id == id)
             found.push_back(event);
     return found;
+}
+
+// Reads the stream's status every millisecond until `done(status)`, for at
+// most 5 s, and returns the last one read. Each read resets the overrun
+// statuses: `seen` is shown every status read on the way.
+inline posix_trace_status_info
+status_when(trace_id_t trid, const std::function<bool(const posix_trace_status_info &)> &done,
+            const std::function<void(const posix_trace_status_info &)> &seen = {})
+{
+    posix_trace_status_info status{};
+    for (int i = 0; i < 5000; ++i) {
+        REQUIRE(posix_trace_get_status(trid, &status) == 0);
+        if (seen)
+            seen(status);
+        if (done(status))
+            break;
+        usleep(1000);
+    }
+    return status;
+}
+
+inline bool flush_ended(const posix_trace_status_info &status)
+{
+    return status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING;
 }
 
 } // namespace test_support

@@ -55,19 +55,13 @@ int number_of(const Event &event)
 posix_trace_status_info flush_and_wait(trace_id_t trid)
 {
     REQUIRE(posix_trace_flush(trid) == 0);
-    posix_trace_status_info status{};
     bool overrun = false;
-    for (int i = 0; i < 5000; ++i) {
-        REQUIRE(posix_trace_get_status(trid, &status) == 0);
-        overrun |= status.posix_log_overrun_status == POSIX_TRACE_OVERRUN;
-        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING) {
-            status.posix_log_overrun_status =
-                overrun ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
-            return status;
-        }
-        usleep(1000);
-    }
-    FAIL("the flush did not end in 5 s");
+    posix_trace_status_info status = status_when(trid, flush_ended, [&](const auto &seen) {
+        overrun |= seen.posix_log_overrun_status == POSIX_TRACE_OVERRUN;
+    });
+    INFO("the flush did not end in 5 s");
+    REQUIRE(flush_ended(status));
+    status.posix_log_overrun_status = overrun ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     return status;
 }
 
@@ -256,13 +250,10 @@ TEST_CASE("UNTIL_FULL stream with log: a flush empties the full stream, which ru
     REQUIRE(posix_trace_start(stream.get()) == 0);
     const int emitted = 1000; // 100 KB: the stream holds about a sixth of them
     emit_numbered(before, emitted);
-    posix_trace_status_info status{};
-    for (int i = 0; i < 5000; ++i) { // the stream sees the kernel's records within ms
-        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
-        if (status.posix_stream_full_status == POSIX_TRACE_FULL)
-            break;
-        usleep(1000);
-    }
+    // The stream sees the kernel's records within milliseconds.
+    posix_trace_status_info status = status_when(stream.get(), [](const auto &now) {
+        return now.posix_stream_full_status == POSIX_TRACE_FULL;
+    });
     REQUIRE(status.posix_stream_full_status == POSIX_TRACE_FULL);
     CHECK(status.posix_stream_status == POSIX_TRACE_SUSPENDED);
 
@@ -398,12 +389,7 @@ TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]"
         while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
             read_bytes += size_t(n);
     });
-    for (int i = 0; i < 5000; ++i) {
-        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
-        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
-            break;
-        usleep(1000);
-    }
+    status = status_when(stream.get(), flush_ended);
     CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
     CHECK(status.posix_stream_flush_error == 0);
     REQUIRE(stream.shutdown() == 0); // closes the writing end: the reader ends

@@ -26,16 +26,6 @@ using posixtrace::cli::TimelineLimits;
 
 namespace {
 
-std::string temp_path(const char *stem)
-{
-    char path[64];
-    std::snprintf(path, sizeof path, "/tmp/posixtrace-%s-XXXXXX", stem);
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    close(fd);
-    return path;
-}
-
 std::string file_text(const std::string &path)
 {
     std::ifstream file(path, std::ios::binary);

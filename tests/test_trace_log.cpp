@@ -518,13 +518,7 @@ TEST_CASE("posix_trace_flush runs in the background; its end shows in the status
     for (int i = 0; i < 1000; ++i)
         posix_trace_event(id, &i, sizeof i);
     REQUIRE(posix_trace_flush(stream.get()) == 0);
-    posix_trace_status_info status;
-    for (int i = 0; i < 2000; ++i) {
-        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
-        if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
-            break;
-        usleep(1000);
-    }
+    posix_trace_status_info status = status_when(stream.get(), flush_ended);
     CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
     CHECK(status.posix_stream_flush_error == 0);
     CHECK(status.posix_stream_status == POSIX_TRACE_RUNNING);
@@ -856,13 +850,7 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
             // The write fails in the background: this flush, or the next.
             int first_flush = posix_trace_flush(stream.get());
             CHECK((first_flush == 0 || first_flush == EFBIG));
-            posix_trace_status_info status{};
-            for (int i = 0; i < 5000; ++i) {
-                REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
-                if (status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING)
-                    break;
-                usleep(1000);
-            }
+            posix_trace_status_info status = status_when(stream.get(), flush_ended);
             CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
             CHECK(posix_trace_flush(stream.get()) == EFBIG);
             shutdown_error = stream.shutdown();

@@ -23,16 +23,6 @@ using namespace cli_support;
 
 namespace {
 
-std::string temp_path(const char *stem)
-{
-    char path[64];
-    std::snprintf(path, sizeof path, "/tmp/posixtrace-%s-XXXXXX", stem);
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    close(fd);
-    return path;
-}
-
 // `"event":"NAME"` of every JSON line, counted.
 std::map<std::string, int> json_event_names(const Run &run)
 {

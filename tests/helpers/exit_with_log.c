@@ -5,6 +5,8 @@
 #include <posix_trace/events.h>
 #include <trace.h>
 
+#include "helpers.h"
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -15,14 +17,9 @@ int main(int argc, char **argv)
     trace_id_t trid;
     if (posix_trace_create_withlog(0, NULL, fd, &trid) != 0)
         return 4;
-    trace_event_set_t thread_events;
-    posix_trace_eventset_empty(&thread_events);
-    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
-         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
-        posix_trace_eventset_add(id, &thread_events);
     trace_event_id_t id;
-    if (posix_trace_set_filter(trid, &thread_events, POSIX_TRACE_SET_EVENTSET) != 0 ||
-        posix_trace_eventid_open("exit.numbered", &id) != 0 || posix_trace_start(trid) != 0)
+    if (filter_thread_events(trid) != 0 || posix_trace_eventid_open("exit.numbered", &id) != 0 ||
+        posix_trace_start(trid) != 0)
         return 5;
     for (int i = 0; i < 100; ++i)
         posix_trace_event(id, &i, sizeof i);

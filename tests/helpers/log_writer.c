@@ -9,6 +9,8 @@
 #include <string.h>
 #include <trace.h>
 
+#include "helpers.h"
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
@@ -26,12 +28,7 @@ int main(int argc, char **argv)
     trace_id_t trid;
     if (posix_trace_create_withlog(0, &attr, fd, &trid) != 0)
         return 4;
-    trace_event_set_t thread_events;
-    posix_trace_eventset_empty(&thread_events);
-    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
-         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
-        posix_trace_eventset_add(id, &thread_events);
-    posix_trace_set_filter(trid, &thread_events, POSIX_TRACE_SET_EVENTSET);
+    filter_thread_events(trid);
     trace_event_id_t counter;
     posix_trace_eventid_open("killed.counter", &counter);
     posix_trace_start(trid);
