@@ -118,6 +118,42 @@ TEST_CASE("names: exec'd images that number their names alike keep them apart", 
     CHECK(all_ids.size() == ids_of_name.size()); // and one name per id
 }
 
+TEST_CASE("names: a child exec'ing a program linked with the tracing process's libposixtrace is "
+          "traced from its first event",
+          "[names][inherit]")
+{
+    // An inheriting stream attaches in an object for every process that
+    // maps it: the exec'd image (named early.*, emitting at once) needs no
+    // attach of its own, so nothing it does precedes its probes.
+    trace_attr_t attr;
+    posix_trace_attr_init(&attr);
+    REQUIRE(posix_trace_attr_setinherited(&attr, POSIX_TRACE_INHERITED) == 0);
+    StreamGuard stream = make_stream(&attr);
+    posix_trace_attr_destroy(&attr);
+    filter_thread_events(stream.get());
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    std::string program = helper_path("late_names");
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        execl(program.c_str(), program.c_str(), "early", "0", static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+
+    std::map<std::string, int> seen;
+    for (const auto &event : read_available(stream.get()))
+        if (event.info.posix_pid == child)
+            seen[event_name_of(stream.get(), event.info.posix_event_id)]++;
+    CHECK(seen["early.a"] == 3);
+    CHECK(seen["early.b"] == 3);
+    CHECK(seen["early.c"] == 3);
+}
+
 TEST_CASE("names: a parent and its child naming events after fork get distinct ids",
           "[names][inherit]")
 {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <climits>
 
 #include "usdt/pending_libraries.hpp"
 #include "util/elf_file.hpp"
@@ -33,11 +34,9 @@ std::string interpreter_of(const std::string &executable)
         GElf_Phdr header;
         if (!gelf_getphdr(elf.get(), int(i), &header) || header.p_type != PT_INTERP)
             continue;
-        size_t size = 0;
-        const char *image = elf_rawfile(elf.get(), &size);
-        if (!image || header.p_offset >= size || header.p_filesz > size - header.p_offset)
+        if (header.p_filesz > PATH_MAX)
             return {};
-        std::string path(image + header.p_offset, header.p_filesz);
+        std::string path = elf.read(header.p_offset, header.p_filesz);
         return path.substr(0, path.find('\0'));
     }
     return {};

@@ -140,11 +140,12 @@ std::optional<std::vector<UsdtArgument>> parse_usdt_arguments(const std::string 
 // Every section the file's header announces lies within the file: a file
 // cut short (a partial copy, a download that stopped) is damaged, not a file
 // without probes.
-static bool sections_within_file(Elf *elf)
+static bool sections_within_file(const ElfFile &file)
 {
-    size_t file_size = 0;
+    Elf *elf = file.get();
+    size_t file_size = file.size();
     GElf_Ehdr header;
-    if (!elf_rawfile(elf, &file_size) || !gelf_getehdr(elf, &header))
+    if (!file_size || !gelf_getehdr(elf, &header))
         return false;
     size_t count = 0;
     if (elf_getshdrnum(elf, &count) != 0 || header.e_shoff > file_size ||
@@ -169,7 +170,7 @@ int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
     if (!elf.valid() || gelf_getclass(elf.get()) != ELFCLASS64)
         return ENOEXEC;
     size_t section_names;
-    if (elf_getshdrstrndx(elf.get(), &section_names) != 0 || !sections_within_file(elf.get()))
+    if (elf_getshdrstrndx(elf.get(), &section_names) != 0 || !sections_within_file(elf))
         return ENOEXEC;
 
     probes.clear();
