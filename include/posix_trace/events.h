@@ -115,9 +115,9 @@ struct posix_trace_loss_counters {
     uint64_t overwritten;         /* POSIX_TRACE_LOOP made room for newer events */
     uint64_t refused;             /* POSIX_TRACE_UNTIL_FULL was full, or the event was
                                      larger than the whole stream */
-    uint64_t late;                /* came after younger events had been delivered: only a
-                                     writer stalled for more than 100 ms between reserving
-                                     and committing its record can cause it */
+    uint64_t late;                /* came after younger events had been delivered; the
+                                     merge waits for every record being written, so only
+                                     a clock breaking its argument could cause it: 0 */
 };
 int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
 

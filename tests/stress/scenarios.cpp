@@ -389,6 +389,8 @@ bool run(const Scenario &scenario, double seconds)
     posix_trace_loss_counters losses{};
     posix_trace_get_loss_counters(trid, &losses);
     std::vector<std::string> violations;
+    if (losses.late) // the merge never overtakes a writer: none may come late
+        violations.push_back(std::to_string(losses.late) + " records came after younger ones");
     if (logged) {
         int err = posix_trace_shutdown(trid);
         close(log_fd);

@@ -70,12 +70,8 @@ void RingMerger::insert_sorted(Window &window, const Pending &record)
 uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
 {
     uint64_t bound = now_ns;
-    for (Window &window : windows_) {
-        uint64_t ring_bound = scan(window, now_ns);
-        if (now_ns > kPatienceNs) // a writer stalled this long is overtaken
-            ring_bound = std::max(ring_bound, now_ns - kPatienceNs);
-        bound = std::min(bound, ring_bound);
-    }
+    for (Window &window : windows_)
+        bound = std::min(bound, scan(window, now_ns));
     uint64_t safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;
     deliver(safe_ns, system, sinks);
     for (Window &window : windows_)

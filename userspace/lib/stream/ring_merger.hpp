@@ -28,7 +28,10 @@ struct SystemEvent {
 //   it reads a ring's producer position, a pass reads the clock; every
 //   record reserved later, so at or past that position, is stamped later.
 //   The first record not yet read sits at some position p; the latest pass
-//   that saw the producer at or before p gives the bound.
+//   that saw the producer at or before p gives the bound. A record still
+//   being written holds its ring's bound back for as long as it takes: a
+//   writer is never overtaken (a stall delays delivery, and what the rings
+//   cannot hold meanwhile is counted lost where it happens).
 // - Everything stamped before the smallest bound, less a margin for the
 //   clocks, is delivered, oldest first; nothing older can come any more.
 class RingMerger {
@@ -38,9 +41,10 @@ public:
     struct Sinks {
         RecordSink record;
         SystemSink system;
-        // A record that came after younger ones were delivered: only a writer
-        // stalled between reservation and commit for longer than the
-        // patience can cause it. It is not delivered (the stream counts it).
+        // A record that came after younger ones were delivered. The merge
+        // never delivers past a record still being written, so only a clock
+        // that broke the argument above could cause it; such a record is
+        // not delivered out of order but dropped (the stream counts it).
         RecordSink late;
     };
 
@@ -48,8 +52,6 @@ public:
     // CLOCK_MONOTONIC here, bpf_ktime_get_ns in the kernel: one timekeeper,
     // nanoseconds apart) and a store's delay in becoming visible.
     static constexpr uint64_t kClockMarginNs = 20'000;
-    // How long a record still being written may hold the merge back.
-    static constexpr uint64_t kPatienceNs = 100'000'000;
 
     // `now_ns`: CLOCK_MONOTONIC, read before the ring is first looked at.
     void add_ring(RingReader ring, uint64_t now_ns);
