@@ -51,9 +51,22 @@ rm -f "$dir/big.json"
 timed "posixtrace export --format ctf" "$cli" export "$dir/big.log" --format ctf -o "$dir/ctf"
 timed "posixtrace report (HTML page)" "$cli" report "$dir/big.log" -o "$dir/big.html"
 report_mb=$(awk -v b="$(stat -c %s "$dir/big.html")" 'BEGIN {printf "%.1f", b / 1048576}')
+# The page in a real browser: the time to load and first draw it, then its
+# own timing of redraws (zoom from the whole trace to a millionth of it) and
+# of a filter (report_assets.cpp, #measure).
+page_timing=""
+if command -v chromium >/dev/null; then
+    start=$(date +%s.%N)
+    dom=$(timeout 300 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+          --window-size=1400,900 --user-data-dir="$dir/chromium" \
+          --dump-dom "file://$dir/big.html#measure" 2>/dev/null)
+    secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}')
+    attr() { grep -o "data-$1=\"[0-9.]*\"" <<<"$dom" | head -1 | cut -d'"' -f2; }
+    page_timing="chromium --headless: $secs s to open and dump; page loaded and drawn in $(attr load-ms) ms; redraw at 31 zoom levels: mean $(attr redraw-mean-ms) ms, slowest $(attr redraw-max-ms) ms; filter $(attr filter-ms) ms"
+fi
 rm -f "$dir/big.html"
 if command -v babeltrace2 >/dev/null; then
     timed "peer: babeltrace2 printing that CTF export" babeltrace2 "$dir/ctf"
 fi
 echo "the report's page: $report_mb MB"
-
+if [ -n "$page_timing" ]; then echo "the report's page in a browser: $page_timing"; fi

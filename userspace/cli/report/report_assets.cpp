@@ -311,7 +311,27 @@ layout();
   for (let i = 3; i < pixels.length; i += 4) painted += pixels[i] !== 0;
   document.body.dataset.paintedPixels = painted;
   document.body.dataset.rendered = 'yes';
+  document.body.dataset.loadMs = performance.now().toFixed(0);
 })();
+// Opened with #measure (bench/log_bench.sh), the page times its own redraws:
+// zooming from the whole trace down to a millionth of it, and a filter.
+if (location.hash === '#measure') {
+  const timed = f => { const t = performance.now(); f(); return performance.now() - t; };
+  const span = Math.max(data.span_ns, 1), redraws = [];
+  for (let k = 0; k <= 30; k++) {
+    const width = span / Math.pow(10, k / 5), mid = span / 2;
+    view = { t0: mid - width / 2, t1: mid + width / 2 };
+    redraws.push(timed(draw));
+  }
+  filterBox.value = 'a';
+  const filterMs = timed(layout);
+  filterBox.value = '';
+  layout();
+  const body = document.body.dataset;
+  body.redrawMaxMs = Math.max(...redraws).toFixed(1);
+  body.redrawMeanMs = (redraws.reduce((a, b) => a + b, 0) / redraws.length).toFixed(1);
+  body.filterMs = filterMs.toFixed(1);
+}
 )JS";
 }
 
