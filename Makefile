@@ -92,7 +92,7 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 # The tests link the CLI's export writers and the report's timeline to test
 # them on synthetic events.
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
-                 $(BUILD)/obj/userspace/cli/event_format.o \
+                 $(BUILD)/obj/userspace/cli/event_format.o $(BUILD)/obj/userspace/cli/safe_text.o \
                  $(BUILD)/obj/userspace/cli/report/timeline.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)

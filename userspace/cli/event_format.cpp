@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -54,34 +55,6 @@ const char *truncation(int status)
     default:
         return "none";
     }
-}
-
-// The length of the valid UTF-8 sequence at `text[at]` (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF); 0 if it is not one.
-size_t utf8_sequence_length(const std::string &text, size_t at)
-{
-    auto byte = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0; };
-    unsigned char lead = byte(at);
-    size_t length;
-    unsigned char low = 0x80, high = 0xbf; // the range of the second byte
-    if (lead >= 0xc2 && lead <= 0xdf)
-        length = 2;
-    else if (lead >= 0xe0 && lead <= 0xef) {
-        length = 3;
-        low = lead == 0xe0 ? 0xa0 : 0x80;
-        high = lead == 0xed ? 0x9f : 0xbf;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-        length = 4;
-        low = lead == 0xf0 ? 0x90 : 0x80;
-        high = lead == 0xf4 ? 0x8f : 0xbf;
-    } else
-        return 0;
-    if (byte(at + 1) < low || byte(at + 1) > high)
-        return 0;
-    for (size_t i = 2; i < length; ++i)
-        if ((byte(at + i) & 0xc0) != 0x80)
-            return 0;
-    return length;
 }
 
 // Splits [arguments][string NUL][count] into the arguments' length and the
@@ -226,32 +199,6 @@ uint64_t nanoseconds(const timespec &ts) { return uint64_t(ts.tv_sec) * 10000000
 
 } // namespace
 
-std::string json_string(const std::string &text)
-{
-    std::string quoted = "\"";
-    for (size_t i = 0; i < text.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(text[i]);
-        size_t utf8_length = c >= 0x80 ? utf8_sequence_length(text, i) : 0;
-        if (c == '"' || c == '\\') {
-            quoted += '\\';
-            quoted += char(c);
-        } else if (c >= 0x20 && c < 0x80) {
-            quoted += char(c);
-        } else if (utf8_length) {
-            quoted.append(text, i, utf8_length);
-            i += utf8_length - 1;
-        } else {
-            // A control character, or a byte that is not UTF-8 (a thread name
-            // cut inside a character): escaped as Latin-1 reads it, so the
-            // output stays valid JSON.
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\u%04x", c);
-            quoted += escape;
-        }
-    }
-    return quoted + "\"";
-}
-
 std::string format_text(const posix_trace_event_info &info, const std::string &name,
                         const unsigned char *data, size_t length, bool with_string)
 {
@@ -259,10 +206,10 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
     std::string text;
     bool has_text = with_string && split_string(data, length, args_length, text);
     char head[128];
-    std::snprintf(head, sizeof head, "%ld.%09ld %7d %7d %-28s ", long(info.posix_timestamp.tv_sec),
-                  info.posix_timestamp.tv_nsec, int(info.posix_pid), int(info.posix_tid),
-                  name.c_str());
-    std::string line = head;
+    std::snprintf(head, sizeof head, "%ld.%09ld %7d %7d ", long(info.posix_timestamp.tv_sec),
+                  info.posix_timestamp.tv_nsec, int(info.posix_pid), int(info.posix_tid));
+    std::string line = head + terminal_text(name);
+    line.append(std::max<size_t>(line.size(), std::strlen(head) + 28) - line.size() + 1, ' ');
     if (is_usdt(info))
         line += "args=[" + usdt_args(data, args_length, ", ") + "]";
     if (has_text)

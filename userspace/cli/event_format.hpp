@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "safe_text.hpp"
+
 namespace posixtrace::cli {
 
 // One event as the CLI prints it: a text line, or a JSON object per the
@@ -32,10 +34,5 @@ inline std::optional<td_event_e> thread_event_of(trace_event_id_t id)
         return std::nullopt;
     return td_event_e(id - POSIX_TRACE_TD_EVENT_FIRST + TD_MIN_EVENT_NUM);
 }
-
-// `text` as a JSON string literal, quotes included. Bytes that are not UTF-8
-// are escaped as the Latin-1 characters they would be, so the result is
-// always valid JSON.
-std::string json_string(const std::string &text);
 
 } // namespace posixtrace::cli

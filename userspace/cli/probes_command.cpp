@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "safe_text.hpp"
 #include "usdt/usdt_notes.hpp"
 
 namespace posixtrace::cli {
@@ -25,13 +26,13 @@ int print_probes(const std::string &object, const std::string &display, bool qui
 {
     std::vector<UsdtProbe> probes;
     if (int err = read_usdt_probes(object, probes)) {
-        std::fprintf(stderr, "posixtrace: %s: %s\n", display.c_str(),
+        std::fprintf(stderr, "posixtrace: %s: %s\n", terminal_text(display).c_str(),
                      err == ENOEXEC ? "not an ELF file (or a damaged one)" : std::strerror(err));
         return err;
     }
     if (probes.empty()) {
         if (!quiet_if_none)
-            std::fprintf(stderr, "posixtrace: %s: no USDT probes\n", display.c_str());
+            std::fprintf(stderr, "posixtrace: %s: no USDT probes\n", terminal_text(display).c_str());
         return 0;
     }
     static bool header_printed = false;
@@ -39,10 +40,10 @@ int print_probes(const std::string &object, const std::string &display, bool qui
         std::printf("%-40s %14s %14s %4s  %s\n", "PROBE", "ADDRESS", "SEMAPHORE", "ARGS", "OBJECT");
     for (const auto &probe : probes)
         std::printf("%-40s %#14lx %#14lx %4zu  %s\n",
-                    (probe.provider + ":" + probe.name).c_str(),
+                    terminal_text(probe.provider + ":" + probe.name).c_str(),
                     static_cast<unsigned long>(probe.address),
                     static_cast<unsigned long>(probe.semaphore), probe.parsed.size(),
-                    display.c_str());
+                    terminal_text(display).c_str());
     return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "../safe_text.hpp"
+
 namespace posixtrace::cli {
 namespace {
 
@@ -48,24 +50,8 @@ stream {
 };
 )";
 
-// A TSDL string literal.
-std::string quoted(const std::string &text)
-{
-    std::string literal = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') {
-            literal += '\\';
-            literal += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\x%02x", c);
-            literal += escape;
-        } else {
-            literal += c;
-        }
-    }
-    return literal + "\"";
-}
+// A TSDL string literal (C escapes).
+std::string quoted(const std::string &text) { return '"' + c_escaped(text, '"') + '"'; }
 
 std::string environment_declaration(const LogDescription &description)
 {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "../safe_text.hpp"
+
 namespace posixtrace::cli {
 namespace {
 
@@ -33,7 +35,7 @@ std::string row_line(const ThreadRow &thread, uint64_t now_ns)
     std::string run = run_seconds < 1e5 ? printf_string("%.3f", run_seconds)
                                         : fit_count(uint64_t(run_seconds), 9);
     return printf_string(
-        "%7d %-15.15s %c %3s %9s %8s %8s %6s %6s %-6.6s", thread.tid, thread.name.c_str(),
+        "%7d %-15.15s %c %3s %9s %8s %8s %6s %6s %-6.6s", thread.tid, terminal_text(thread.name).c_str(),
         thread.state, cpu.c_str(), run.c_str(), fit_count(thread.voluntary, 8).c_str(),
         fit_count(thread.involuntary, 8).c_str(), fit_count(thread.signals, 6).c_str(),
         fit_count(thread.lock_waits, 6).c_str(), mark_of(thread).c_str());
@@ -85,7 +87,7 @@ std::vector<std::string> render_threads(const ThreadTable &table, const ScreenHe
     uint64_t live = totals.live_from_kernel ? totals.live : table.live_rows();
     std::vector<std::string> lines;
     std::string title = printf_string("posixtrace threads: pid %d (%.20s)", header.pid,
-                                      header.process_name.c_str());
+                                      terminal_text(header.process_name).c_str());
     std::string clock = printf_string("%.1f s", header.elapsed_seconds);
     title += std::string(title.size() + clock.size() < kScreenColumns
                              ? kScreenColumns - 1 - title.size() - clock.size()

@@ -1,0 +1,36 @@
+#pragma once
+// Text that a traced process controls (event names, thread names, decoded
+// strings, probe names of its ELF files, a log's trace name) made harmless
+// for the places the CLI writes it: a terminal and JSON. docs/security.md.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace posixtrace::cli {
+
+// The length of the valid UTF-8 sequence at `text[at]` (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF); 0 if it is not one.
+size_t utf8_sequence_length(std::string_view text, size_t at);
+
+// `text` as a JSON string literal, quotes included. Control characters (C0,
+// DEL, C1) and the characters that reorder or split text on screen (bidi
+// controls, line and paragraph separators) are escaped as \uXXXX, so the
+// JSON says the same and shows harmlessly on a terminal; bytes that are not
+// UTF-8 are escaped as the Latin-1 characters they would be, so the result
+// is always valid JSON.
+std::string json_string(std::string_view text);
+
+// `text` with C escapes for what would act on a display: printable
+// characters as they are; a backslash, `quote` (unless 0), and every byte of
+// a control character, a reordering character or a sequence that is not
+// UTF-8, as \\, \", \n, \t, \r or \xHH. The escapes read back to the bytes.
+std::string c_escaped(std::string_view text, char quote = 0);
+
+// `text` for a terminal (c_escaped): no escape sequence reaches the terminal
+// and one event stays one line.
+inline std::string terminal_text(std::string_view text)
+{
+    return c_escaped(text);
+}
+
+} // namespace posixtrace::cli
