@@ -90,14 +90,16 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
 # The tests link the CLI's export writers and the report's timeline to test
-# them on synthetic events.
+# them on synthetic events,
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
                  $(BUILD)/obj/userspace/cli/event_format.o $(BUILD)/obj/userspace/cli/safe_text.o \
                  $(BUILD)/obj/userspace/cli/report/timeline.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
-$(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
+# And the library's way of opening a traced process's files (hidden in it).
+TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o
+$(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread
 
 # The stress harness (tests/stress/): `make test` runs it briefly, `make
 # stress` for STRESS_SECONDS.

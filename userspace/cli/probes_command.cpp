@@ -13,6 +13,7 @@
 
 #include "safe_text.hpp"
 #include "usdt/usdt_notes.hpp"
+#include "util/process_files.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -50,14 +51,13 @@ int print_probes(const std::string &object, const std::string &display, bool qui
 int run(const ProbesOptions &options)
 {
     if (options.pid) {
-        auto objects = mapped_executable_objects(options.pid);
+        auto objects = open_mapped_executables(options.pid);
         if (objects.empty()) {
             std::fprintf(stderr, "posixtrace: no process %d (or it maps no files)\n", options.pid);
             return 1;
         }
-        std::string root = "/proc/" + std::to_string(options.pid) + "/root";
-        for (const auto &object : objects) // seen through the process's mount namespace
-            print_probes(object, object.substr(root.size()), true);
+        for (const auto &object : objects) // the very files mapped, named as the process does
+            print_probes(object.path(), object.name, true);
         return 0;
     }
     return print_probes(options.binary, options.binary, false) ? 1 : 0;

@@ -84,7 +84,7 @@ bool read_remote(pid_t pid, uint64_t address, void *into, size_t size)
 
 } // namespace
 
-RemoteUserEventNames::RemoteUserEventNames(pid_t pid, std::string object)
+RemoteUserEventNames::RemoteUserEventNames(pid_t pid, ProcessFile object)
     : pid_(pid), object_(std::move(object))
 {
 }
@@ -94,11 +94,10 @@ bool RemoteUserEventNames::locate()
     if (address_ || locate_failed_)
         return address_ != 0;
     uint64_t value = 0, first_load = 0;
-    auto base = mapping_base(pid_, object_);
-    std::string file = "/proc/" + std::to_string(pid_) + "/root" + object_;
+    auto base = mapping_base(pid_, object_.name);
     if (!base)
         return false; // not mapped yet: the process is held before its dynamic linker ran
-    if (!symbol_and_first_load(file, kUserEventTableSymbol, value, first_load)) {
+    if (!symbol_and_first_load(object_.path(), kUserEventTableSymbol, value, first_load)) {
         locate_failed_ = true;
         return false;
     }

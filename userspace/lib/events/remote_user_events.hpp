@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "util/process_files.hpp"
+
 namespace posixtrace {
 
 // The user event names registered by another process (a traced process
@@ -16,9 +18,9 @@ namespace posixtrace {
 // too while the process lives; names read before it exits stay known.
 class RemoteUserEventNames {
 public:
-    // `object`: the path, as in /proc/PID/maps, of the libposixtrace the
-    // process maps (or of its executable when linked statically).
-    RemoteUserEventNames(pid_t pid, std::string object);
+    // `object`: the libposixtrace the process maps (or its executable when
+    // linked statically), opened and named as in /proc/PID/maps.
+    RemoteUserEventNames(pid_t pid, ProcessFile object);
 
     std::optional<std::string> name_of(trace_event_id_t id);
     std::vector<trace_event_id_t> ids();
@@ -28,7 +30,7 @@ private:
     void refresh();
 
     pid_t pid_;
-    std::string object_;
+    ProcessFile object_;
     uint64_t address_ = 0; // of the table in the process, 0 until located
     bool locate_failed_ = false;
     std::vector<std::string> names_;

@@ -1,5 +1,6 @@
 #include "events/stream_user_events.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <posix_trace/events.h>
@@ -15,31 +16,29 @@
 
 namespace posixtrace {
 
-std::string user_event_object_of(pid_t pid)
+std::optional<ProcessFile> user_event_object_of(pid_t pid)
 {
-    std::string proc = "/proc/" + std::to_string(pid);
-    std::ifstream maps(proc + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-        auto slash = line.find('/');
-        if (slash != std::string::npos && line.find("libposixtrace.so", slash) != std::string::npos)
-            return line.substr(slash);
-    }
-    std::string root = proc + "/root";
+    for (auto &file : open_mapped_executables(pid))
+        if (file.name.find("libposixtrace.so") != std::string::npos)
+            return std::move(file);
     for (const auto &library : pending_libraries(pid))
-        if (library.find("libposixtrace.so", root.size()) != std::string::npos)
-            return library.substr(root.size());
-    char exe[4096];
-    ssize_t length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-    if (length <= 0)
-        return {};
-    std::string path(exe, size_t(length));
+        if (library.find("libposixtrace.so") != std::string::npos)
+            return open_in_root(pid, library);
+    // Linked with libposixtrace.a: the executable has the probe. Its link in
+    // /proc is the very file the kernel runs.
+    std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    char name[4096];
+    ssize_t length = readlink(exe.c_str(), name, sizeof name - 1);
+    UniqueFd fd(open(exe.c_str(), O_RDONLY | O_CLOEXEC));
+    if (length <= 0 || !fd)
+        return std::nullopt;
+    ProcessFile file{std::move(fd), std::string(name, size_t(length))};
     std::vector<UsdtProbe> probes;
-    if (read_usdt_probes(proc + "/root" + path, probes) == 0)
+    if (read_usdt_probes(file.path(), probes) == 0)
         for (const auto &probe : probes)
             if (probe.provider == "posix_trace" && probe.name == "event")
-                return path;
-    return {};
+                return file;
+    return std::nullopt;
 }
 
 StreamUserEvents::StreamUserEvents(pid_t primary) : primary_(primary), self_(primary == getpid())
@@ -137,8 +136,9 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
     } else if (numbering.reader) {
         if (!numbering.memory && !numbering.object_looked_up) {
             numbering.object_looked_up = true;
-            if (std::string object = user_event_object_of(numbering.reader); !object.empty())
-                numbering.memory = std::make_unique<RemoteUserEventNames>(numbering.reader, object);
+            if (auto object = user_event_object_of(numbering.reader))
+                numbering.memory =
+                    std::make_unique<RemoteUserEventNames>(numbering.reader, std::move(*object));
         }
         if (numbering.memory)
             name = numbering.memory->name_of(local_id);

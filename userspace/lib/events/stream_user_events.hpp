@@ -9,14 +9,16 @@
 #include <vector>
 
 #include "events/remote_user_events.hpp"
+#include "util/process_files.hpp"
 
 namespace posixtrace {
 
-// The object mapped in `pid` that holds the posix_trace:event probe, as its
-// path in /proc/PID/maps: the shared library when the process loaded it (or
-// is about to, held at its exec), else its executable when that has the
-// probe (linked with libposixtrace.a); "" when neither.
-std::string user_event_object_of(pid_t pid);
+// The object mapped in `pid` that holds the posix_trace:event probe, opened
+// (process_files.hpp) and named as in /proc/PID/maps: the shared library
+// when the process loaded it (or is about to, held at its exec), else its
+// executable when that has the probe (linked with libposixtrace.a); nullopt
+// when neither.
+std::optional<ProcessFile> user_event_object_of(pid_t pid);
 
 // The user event types of one stream. A traced process numbers its names
 // itself (posix_trace_eventid_open); the processes a stream traces by

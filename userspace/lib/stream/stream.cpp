@@ -90,10 +90,11 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
             return err;
 
     std::string binary;
+    std::optional<ProcessFile> target_object; // open while `binary` is read
     if (target == getpid()) {
         binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
-    } else if (std::string object = user_event_object_of(target); !object.empty()) {
-        binary = "/proc/" + std::to_string(target) + "/root" + object;
+    } else if ((target_object = user_event_object_of(target))) {
+        binary = target_object->path();
     }
     KernelProgram::Config config{
         ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size), {}, {}};

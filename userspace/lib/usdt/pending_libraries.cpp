@@ -16,6 +16,7 @@
 
 #include "usdt/probe_attacher.hpp"
 #include "usdt/usdt_notes.hpp"
+#include "util/process_files.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
@@ -107,6 +108,13 @@ std::vector<std::string> paths_in_listing(const std::string &listing)
     return paths;
 }
 
+bool in_our_mount_namespace(const std::string &proc)
+{
+    struct stat theirs, ours;
+    return stat((proc + "/ns/mnt").c_str(), &theirs) == 0 && stat("/proc/self/ns/mnt", &ours) == 0 &&
+           theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev;
+}
+
 } // namespace
 
 std::vector<std::string> pending_libraries(pid_t pid)
@@ -115,17 +123,15 @@ std::vector<std::string> pending_libraries(pid_t pid)
     char root[PATH_MAX], exe[PATH_MAX];
     ssize_t root_length = readlink((proc + "/root").c_str(), root, sizeof root - 1);
     ssize_t exe_length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-    if (root_length != 1 || root[0] != '/' || exe_length <= 0)
+    if (root_length != 1 || root[0] != '/' || exe_length <= 0 || !in_our_mount_namespace(proc))
         return {}; // another root: its linker's view is not ours
     std::string interpreter = interpreter_of(proc + "/exe");
     // Only the executable and its dynamic linker mapped: held before start-up.
-    if (interpreter.empty() || mapped_executable_objects(pid).size() > 2 || !trusted_program(interpreter))
+    if (interpreter.empty() || open_mapped_executables(pid).size() > 2 ||
+        !trusted_program(interpreter))
         return {};
-    std::vector<std::string> libraries;
-    for (auto &path : paths_in_listing(output_of({interpreter, "--list", std::string(exe, size_t(exe_length))},
-                                                 lookup_environment(pid))))
-        libraries.push_back(proc + "/root" + path);
-    return libraries;
+    return paths_in_listing(output_of({interpreter, "--list", std::string(exe, size_t(exe_length))},
+                                      lookup_environment(pid)));
 }
 
 } // namespace posixtrace

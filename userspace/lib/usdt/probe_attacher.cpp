@@ -12,10 +12,10 @@
 namespace posixtrace {
 namespace {
 
-std::optional<std::pair<dev_t, ino_t>> identify(const std::string &path)
+std::optional<std::pair<dev_t, ino_t>> identify(const ProcessFile &file)
 {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0)
+    if (fstat(file.fd.get(), &st) != 0)
         return std::nullopt;
     return std::pair{st.st_dev, st.st_ino};
 }
@@ -65,22 +65,23 @@ const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
 std::vector<ProbeAttacher::MappedObject> ProbeAttacher::objects_of(pid_t pid)
 {
     std::vector<MappedObject> objects;
-    auto mapped = mapped_executable_objects(pid);
-    if (mapped.empty())
+    auto files = open_mapped_executables(pid);
+    if (files.empty())
         return objects;
-    std::set<FileId> seen;
-    auto add = [&](const std::string &path) {
-        auto id = identify(path);
-        if (!id)
-            return; // unmapped meanwhile, or the process is gone
-        FileId file{id->first, id->second};
-        if (seen.insert(file).second)
-            objects.push_back({path, {file, scope_of(pid)}, probes_of(file, path)});
-    };
-    for (const auto &path : mapped)
-        add(path);
     for (const auto &path : pending_libraries_of(pid))
-        add(path);
+        if (auto file = open_in_root(pid, path))
+            files.push_back(std::move(*file));
+    std::set<FileId> seen;
+    for (auto &file : files) {
+        auto id = identify(file);
+        if (!id)
+            continue;
+        FileId file_id{id->first, id->second};
+        if (seen.insert(file_id).second) {
+            auto probes = probes_of(file_id, file.path());
+            objects.push_back({std::move(file), {file_id, scope_of(pid)}, std::move(probes)});
+        }
+    }
     return objects;
 }
 
@@ -102,16 +103,14 @@ bool ProbeAttacher::user_event_probe_compatible(const UsdtProbe &probe) const
     return true;
 }
 
-int ProbeAttacher::attach_fixed_probes(const MappedObject &object, const std::string &interpreter)
+int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
+                                       std::optional<FileId> interpreter)
 {
     if (!scanned_.insert(object.placement).second)
         return 0;
     pid_t scope = object.placement.scope;
-    if (!interpreter.empty()) {
-        auto id = identify(interpreter);
-        if (id && FileId{id->first, id->second} == object.placement.file)
-            kernel_.attach_link_map_hook(scope, object.path); // best effort: dlopen discovery
-    }
+    if (interpreter == object.placement.file) // best effort: dlopen discovery
+        kernel_.attach_link_map_hook(scope, object.file.path());
     // One attachment per probe name covers every site of it.
     bool names = false, events = false;
     int err = 0;
@@ -120,10 +119,10 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object, const std::st
             continue;
         if (probe.name == "eventid_open" && !names) {
             names = true; // names in-band: best effort, memory is the fallback
-            kernel_.attach_user_name_probe(scope, object.path);
+            kernel_.attach_user_name_probe(scope, object.file.path());
         } else if (probe.name == "event" && !events && user_event_probe_compatible(probe)) {
             events = true;
-            err = kernel_.attach_user_event_probe(scope, object.path);
+            err = kernel_.attach_user_event_probe(scope, object.file.path());
         }
     }
     return err;
@@ -148,7 +147,7 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
             }
             usdt_names_.push_back(key);
         }
-        if (int err = kernel_.attach_usdt_probe(object.placement.scope, object.path,
+        if (int err = kernel_.attach_usdt_probe(object.placement.scope, object.file.path(),
                                                 probe.provider, probe.name, slot->second))
             return err;
         usdt_attached_.insert({object.placement, key});
@@ -162,10 +161,11 @@ int ProbeAttacher::refresh(pid_t pid)
     auto objects = objects_of(pid);
     if (objects.empty())
         return ESRCH;
-    std::string root = "/proc/" + std::to_string(pid) + "/root";
-    std::string interpreter = interpreter_of("/proc/" + std::to_string(pid) + "/exe");
-    if (!interpreter.empty())
-        interpreter = root + interpreter;
+    // The dynamic linker the executable names, as the process resolves it.
+    std::optional<FileId> interpreter;
+    if (auto file = open_in_root(pid, interpreter_of("/proc/" + std::to_string(pid) + "/exe")))
+        if (auto id = identify(*file))
+            interpreter = FileId{id->first, id->second};
     int first_error = 0;
     for (const auto &object : objects) {
         if (int err = attach_fixed_probes(object, interpreter); err && !first_error)

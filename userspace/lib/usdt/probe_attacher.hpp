@@ -12,6 +12,7 @@
 
 #include "kernel/kernel_program.hpp"
 #include "usdt/usdt_notes.hpp"
+#include "util/process_files.hpp"
 
 namespace posixtrace {
 
@@ -60,7 +61,7 @@ private:
         auto operator<=>(const Placement &) const = default;
     };
     struct MappedObject {
-        std::string path; // as seen from the tracer
+        ProcessFile file; // open while its probes are attached
         Placement placement;
         std::shared_ptr<const std::vector<UsdtProbe>> probes;
     };
@@ -69,7 +70,7 @@ private:
     const std::vector<std::string> &pending_libraries_of(pid_t pid);
     std::shared_ptr<const std::vector<UsdtProbe>> probes_of(const FileId &file,
                                                             const std::string &path);
-    int attach_fixed_probes(const MappedObject &object, const std::string &interpreter);
+    int attach_fixed_probes(const MappedObject &object, std::optional<FileId> interpreter);
     int attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
                     size_t &attached);
     bool user_event_probe_compatible(const UsdtProbe &probe) const;

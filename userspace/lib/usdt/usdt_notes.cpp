@@ -89,28 +89,6 @@ std::optional<UsdtArgument> parse_argument(const std::string &text)
 
 } // namespace
 
-std::vector<std::string> mapped_executable_objects(pid_t pid)
-{
-    std::vector<std::string> objects;
-    std::set<std::string> seen;
-    std::string root = "/proc/" + std::to_string(pid) + "/root";
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-        auto slash = line.find('/');
-        auto perms = line.find(' ');
-        if (slash == std::string::npos || perms == std::string::npos || perms + 3 >= line.size() ||
-            line[perms + 3] != 'x')
-            continue;
-        std::string path = line.substr(slash);
-        if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0)
-            continue;
-        if (seen.insert(path).second)
-            objects.push_back(root + path);
-    }
-    return objects;
-}
-
 bool usdt_spec_matches(const std::string &spec, const std::string &provider,
                        const std::string &name)
 {

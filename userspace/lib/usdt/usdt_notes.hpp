@@ -33,10 +33,6 @@ struct UsdtProbe {
 // for a file that is not ELF or is truncated).
 int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes);
 
-// The files a process maps executable, in map order (the executable first),
-// as paths seen from the tracer (through /proc/PID/root).
-std::vector<std::string> mapped_executable_objects(pid_t pid);
-
 // "PROVIDER:NAME", "PROVIDER:*" or "*" against one probe.
 bool usdt_spec_matches(const std::string &spec, const std::string &provider,
                        const std::string &name);

@@ -1,0 +1,85 @@
+#include "util/process_files.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+namespace posixtrace {
+namespace {
+
+std::string proc_of(pid_t pid)
+{
+    return "/proc/" + std::to_string(pid);
+}
+
+// Only a regular file is read: a FIFO or a device the process put in its
+// place could block the tracer or never end (hence O_NONBLOCK to open).
+UniqueFd regular_only(UniqueFd fd)
+{
+    struct stat st;
+    if (fd && (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)))
+        fd.reset();
+    return fd;
+}
+
+} // namespace
+
+std::optional<ProcessFile> open_in_root(pid_t pid, const std::string &path)
+{
+    UniqueFd root(open((proc_of(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root || path.empty())
+        return std::nullopt;
+    open_how how{};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd file = regular_only(
+        UniqueFd(int(syscall(SYS_openat2, root.get(), path.c_str(), &how, sizeof how))));
+    if (!file)
+        return std::nullopt;
+    return ProcessFile{std::move(file), path};
+}
+
+std::vector<ProcessFile> open_mapped_executables(pid_t pid)
+{
+    std::vector<ProcessFile> files;
+    std::set<std::string> seen;
+    std::ifstream maps(proc_of(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        auto slash = line.find('/');
+        auto range_end = line.find(' ');
+        if (slash == std::string::npos || range_end == std::string::npos ||
+            range_end + 3 >= line.size() || line[range_end + 3] != 'x')
+            continue;
+        std::string name = line.substr(slash);
+        if (name.size() > 10 && name.compare(name.size() - 10, 10, " (deleted)") == 0)
+            continue;
+        if (!seen.insert(name).second)
+            continue;
+        // Named by the range without maps' zero padding: 400000-41f000.
+        unsigned long start = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2)
+            continue;
+        char range[40];
+        std::snprintf(range, sizeof range, "%lx-%lx", start, end);
+        std::string mapped = proc_of(pid) + "/map_files/" + range;
+        UniqueFd fd = regular_only(
+            UniqueFd(open(mapped.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)));
+        int open_error = errno;
+        if (fd)
+            files.push_back({std::move(fd), name});
+        else if (open_error == EPERM || open_error == EACCES)
+            if (auto file = open_in_root(pid, name))
+                files.push_back(std::move(*file));
+    }
+    return files;
+}
+
+} // namespace posixtrace
