@@ -195,30 +195,40 @@ clean:
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(STRESS_OBJS:.o=.d)
 
-# ---- fuzzing: `make fuzz` builds build-fuzz/log_reader_fuzzer, a libFuzzer
-# target for the trace log reader (clang, ASan+UBSan); scripts/fuzz.sh runs it.
+# ---- fuzzing: `make fuzz` builds the libFuzzer targets of fuzz/ into
+# build-fuzz/ (clang, ASan+UBSan); scripts/fuzz.sh runs them:
+#   log_reader  the trace log reader (logs come from anywhere)
+#   usdt_notes  a traced process's ELF files: USDT notes, PT_INTERP, symbols
+#   name_table  a traced process's user event name table (its memory)
+#   outputs     every writer of names, strings and payloads, parsed back
 FUZZ_BUILD    := build-fuzz
 FUZZ_CXX      ?= clang++
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # -D_Bool=bool: the generated skeleton uses C's _Bool, which g++ accepts in
 # C++ and clang++ does not; the library's noipa attributes are GCC's.
 FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fno-omit-frame-pointer $(WARNINGS) -pthread \
-                 -Iinclude -Iuserspace/lib -Ibpf -I$(BUILD)/gen \
+                 -Iinclude -Iuserspace -Iuserspace/lib -Ibpf -I$(BUILD)/gen \
                  -DPOSIXTRACE_VERSION='"$(VERSION)"' -D_Bool=bool -Wno-unknown-attributes
-FUZZ_OBJS     := $(LIB_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/fuzz/log_reader_fuzzer.o
-FUZZER        := $(FUZZ_BUILD)/log_reader_fuzzer
+FUZZERS       := log_reader usdt_notes name_table outputs
+FUZZ_BINS     := $(FUZZERS:%=$(FUZZ_BUILD)/%_fuzzer)
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_CLI_SRCS := $(addprefix userspace/cli/,event_format.cpp safe_text.cpp export/chrome_writer.cpp \
+                 export/output_file.cpp report/report_page.cpp report/report_assets.cpp \
+                 report/timeline.cpp threads/thread_table.cpp)
+FUZZ_CLI_OBJS := $(FUZZ_CLI_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
 
 .PHONY: fuzz fuzz-clean
-fuzz: $(FUZZER)
+fuzz: $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/obj/%.o: %.cpp $(SKEL)
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
 
-$(FUZZER): $(FUZZ_OBJS)
+$(FUZZ_BUILD)/outputs_fuzzer: $(FUZZ_CLI_OBJS)
+$(FUZZ_BUILD)/%_fuzzer: $(FUZZ_BUILD)/obj/fuzz/%_fuzzer.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CXX) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS_LIB)
 
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
 
--include $(FUZZ_OBJS:.o=.d)
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_CLI_OBJS:.o=.d) $(FUZZERS:%=$(FUZZ_BUILD)/obj/fuzz/%_fuzzer.d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the seed corpus of log_reader_fuzzer, fuzz/corpus/log_reader/:
+# Regenerates the seed corpora of the fuzzers. fuzz/corpus/log_reader/:
 # small real trace logs, written by real streams (root: BPF).
 #   append.ptl, until_full.ptl, loop.ptl  fuzz/corpus_writer.c: one per log
 #        full policy, stream policy POSIX_TRACE_FLUSH, several blocks
@@ -38,3 +38,16 @@ mkdir -p "$out"
 cp "$tmp"/logs/*.ptl "$out/"
 ls -l "$out"
 du -cb "$out"/* | tail -1
+
+# The seeds of usdt_notes_fuzzer, fuzz/corpus/usdt_notes/: fuzz/notes_seed.c
+# (two USDT probes, one with semaphores, and a symbol named like the user
+# event table) as a small shared library and a small PIE executable (with
+# PT_INTERP), without debug sections.
+notes=fuzz/corpus/usdt_notes
+mkdir -p "$notes"
+small="-O2 -nostdlib -Wl,-z,max-page-size=0x10 -Wl,-z,norelro -Wl,--build-id=none -Wl,--hash-style=gnu"
+cc $small -fPIC -shared -o "$notes/library.so" fuzz/notes_seed.c
+cc $small -fPIE -pie -Wl,-e,seed -Wl,--dynamic-linker=/lib64/ld-linux-x86-64.so.2 \
+    -o "$notes/executable" fuzz/notes_seed.c
+strip --strip-debug "$notes/library.so" "$notes/executable"
+ls -l "$notes"

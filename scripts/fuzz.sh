@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Fuzzes the trace log reader for SECONDS (default 60): builds
-# build-fuzz/log_reader_fuzzer (`make fuzz`) and runs it, one job, on a copy
-# of the seed corpus fuzz/corpus/log_reader/ in a temporary directory (the
+# Runs each libFuzzer target of fuzz/ for SECONDS (default 60): builds them
+# (`make fuzz`, build-fuzz/) and runs each, one job, on a copy of its seed
+# corpus fuzz/corpus/TARGET/ (if any) in a temporary directory (the
 # repository is not modified). Exits non-zero on a crash, an invariant
 # violation, a leak or a hang (> 10 s on one input); the input that did it is
 # kept in FUZZ_ARTIFACTS (default build-fuzz/artifacts/) and the log of the
 # run is printed. Minimise a reproducer with
-#   build-fuzz/log_reader_fuzzer -minimize_crash=1 -runs=100000 FILE
-# Usage: scripts/fuzz.sh [SECONDS]
+#   build-fuzz/TARGET_fuzzer -minimize_crash=1 -runs=100000 FILE
+# Usage: scripts/fuzz.sh [SECONDS [TARGET...]]   (targets: see the Makefile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 case $seconds in
-'' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2 ;;
+'' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS [TARGET...]]" >&2; exit 2 ;;
 esac
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(log_reader usdt_notes name_table outputs)
 
 make -j"$(nproc)" --no-print-directory fuzz
 
@@ -21,27 +24,34 @@ artifacts=${FUZZ_ARTIFACTS:-build-fuzz/artifacts}
 mkdir -p "$artifacts"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/corpus"
-cp fuzz/corpus/log_reader/* "$work/corpus/"
 
-echo "== fuzzing the log reader for ${seconds} s (build-fuzz/log_reader_fuzzer)"
-status=0
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-    build-fuzz/log_reader_fuzzer "$work/corpus" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -dict=fuzz/log_reader.dict -print_final_stats=1 \
-    -artifact_prefix="$artifacts/" >"$work/fuzz.log" 2>&1 || status=$?
+for target in "${targets[@]}"; do
+    fuzzer=build-fuzz/${target}_fuzzer
+    [ -x "$fuzzer" ] || { echo "fuzz.sh: no target $target" >&2; exit 2; }
+    rm -rf "$work/corpus" && mkdir "$work/corpus"
+    if [ -d "fuzz/corpus/$target" ]; then cp "fuzz/corpus/$target"/* "$work/corpus/"; fi
+    options=()
+    if [ -f "fuzz/$target.dict" ]; then options+=(-dict="fuzz/$target.dict"); fi
 
-# Without the lines about each new input and the recommended dictionary:
-# the whole log after a failure, its end otherwise.
-sed '/^###### Recommended dictionary/,/^###### End of recommended dictionary/d' "$work/fuzz.log" |
-    grep -Ev '^(#[0-9]+[[:space:]]+(NEW|REDUCE)|[[:space:]]+NEW_FUNC)' >"$work/summary.log" || true
-if [ "$status" -ne 0 ]; then
-    cat "$work/summary.log"
-    echo "fuzz.sh: the fuzzer failed (exit $status); reproducer(s) in $artifacts/:" >&2
-    ls -l "$artifacts" >&2
-    exit 1
-fi
-tail -n 25 "$work/summary.log"
-echo "fuzz.sh: no crash, leak or hang in ${seconds} s"
+    echo "== fuzzing $target for ${seconds} s ($fuzzer)"
+    status=0
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+        "$fuzzer" "$work/corpus" \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        "${options[@]}" -print_final_stats=1 \
+        -artifact_prefix="$artifacts/$target-" >"$work/fuzz.log" 2>&1 || status=$?
+
+    # Without the lines about each new input and the recommended dictionary:
+    # the whole log after a failure, its end otherwise.
+    sed '/^###### Recommended dictionary/,/^###### End of recommended dictionary/d' "$work/fuzz.log" |
+        grep -Ev '^(#[0-9]+[[:space:]]+(NEW|REDUCE)|[[:space:]]+NEW_FUNC)' >"$work/summary.log" || true
+    if [ "$status" -ne 0 ]; then
+        cat "$work/summary.log"
+        echo "fuzz.sh: $target failed (exit $status); reproducer(s) in $artifacts/:" >&2
+        ls -l "$artifacts" >&2
+        exit 1
+    fi
+    grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$work/summary.log" || true
+    echo "fuzz.sh: $target: no crash, leak or hang in ${seconds} s"
+done

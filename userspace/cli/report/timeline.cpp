@@ -272,7 +272,8 @@ void Timeline::aggregate_spans(Lane &lane)
 void Timeline::aggregate_markers()
 {
     double width = double(std::max<uint64_t>(span_ns(), 1)) / double(limits_.buckets);
-    for (auto &[tid, lane] : lanes_) {
+    for (auto &entry : lanes_) {
+        Lane &lane = entry.second;
         lane.marker_density.assign(limits_.buckets, 0);
         auto count = [&](uint64_t ns) {
             ++lane.marker_density[std::min(limits_.buckets - 1, size_t(double(ns) / width))];

@@ -18,9 +18,7 @@
 #include "util/elf_file.hpp"
 
 namespace posixtrace {
-namespace {
 
-// The symbol's link-time address and the first loadable segment's, from the file.
 bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t &value,
                            uint64_t &first_load)
 {
@@ -58,6 +56,8 @@ bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t
     return false;
 }
 
+namespace {
+
 // Where `object` is mapped at file offset 0 in `pid`.
 std::optional<uint64_t> mapping_base(pid_t pid, const std::string &object)
 {
@@ -69,7 +69,8 @@ std::optional<uint64_t> mapping_base(pid_t pid, const std::string &object)
             continue;
         unsigned long start = 0, offset = 0;
         char perms[8];
-        if (std::sscanf(line.c_str(), "%lx-%*x %7s %lx", &start, perms, &offset) == 3 && offset == 0)
+        if (std::sscanf(line.c_str(), "%lx-%*x %7s %lx", &start, perms, &offset) == 3 &&
+            offset == 0)
             return start;
     }
     return std::nullopt;
@@ -105,24 +106,32 @@ bool RemoteUserEventNames::locate()
     return true;
 }
 
+void read_user_event_names(const MemoryReader &read, uint64_t address,
+                           std::vector<std::string> &names)
+{
+    uint32_t header[4]; // magic, version, capacity, count
+    if (!read(address, header, sizeof header) || header[0] != kUserEventTableMagic ||
+        header[1] != kUserEventTableVersion)
+        return;
+    uint32_t count = std::min<uint32_t>(header[3], TRACE_USER_EVENT_MAX);
+    for (uint32_t index = uint32_t(names.size()); index < count; ++index) {
+        char name[TRACE_EVENT_NAME_MAX];
+        if (!read(address + offsetof(pt_user_event_table, names) +
+                      uint64_t(index) * TRACE_EVENT_NAME_MAX,
+                  name, sizeof name))
+            return;
+        name[sizeof name - 1] = '\0';
+        names.emplace_back(name);
+    }
+}
+
 void RemoteUserEventNames::refresh()
 {
     if (!locate())
         return;
-    uint32_t header[4]; // magic, version, capacity, count
-    if (!read_remote(pid_, address_, header, sizeof header) || header[0] != kUserEventTableMagic ||
-        header[1] != kUserEventTableVersion)
-        return;
-    uint32_t count = std::min<uint32_t>(header[3], TRACE_USER_EVENT_MAX);
-    for (uint32_t index = uint32_t(names_.size()); index < count; ++index) {
-        char name[TRACE_EVENT_NAME_MAX];
-        if (!read_remote(pid_, address_ + offsetof(pt_user_event_table, names) +
-                                   uint64_t(index) * TRACE_EVENT_NAME_MAX,
-                         name, sizeof name))
-            return;
-        name[sizeof name - 1] = '\0';
-        names_.emplace_back(name);
-    }
+    read_user_event_names([this](uint64_t address, void *into,
+                                 size_t size) { return read_remote(pid_, address, into, size); },
+                          address_, names_);
 }
 
 std::optional<std::string> RemoteUserEventNames::name_of(trace_event_id_t id)

@@ -3,6 +3,7 @@
 #include <trace.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,23 @@
 #include "util/process_files.hpp"
 
 namespace posixtrace {
+
+// Reads `size` bytes at `address` of a process; false when it cannot.
+using MemoryReader = std::function<bool(uint64_t address, void *into, size_t size)>;
+
+// Appends to `names` the names of the table (user_event_table.hpp) at
+// `address` past the ones it holds: as many as the table's count says,
+// clamped to TRACE_USER_EVENT_MAX, each cut at TRACE_EVENT_NAME_MAX - 1
+// bytes; up to the first that cannot be read. A table whose magic or version
+// is not ours gives none. The bytes are the process's: any value is handled.
+void read_user_event_names(const MemoryReader &read, uint64_t address,
+                           std::vector<std::string> &names);
+
+// The link-time address of `symbol` (in .dynsym or .symtab) and the address
+// at which the first loadable segment maps file offset 0, from the ELF file
+// at `path`; false when the file has neither.
+bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t &value,
+                           uint64_t &first_load);
 
 // The user event names registered by another process (a traced process
 // linked with libposixtrace), read from its published table

@@ -1,0 +1,285 @@
+// libFuzzer target for every writer of what traced processes control (event
+// names, thread names, exec paths, decoded strings, payloads), checking that
+// each output parses back (docs/security.md, "Every output stays well-formed
+// and harmless"):
+// - text (terminal_text, format_text): one line, no byte a terminal acts on,
+//   and the escapes read back to the very bytes;
+// - TSDL literals (c_escaped with a quote): read back to the bytes, no bare
+//   quote;
+// - JSON (json_string, format_json, the Chrome export): parsed by nlohmann's
+//   parser, names equal to the input where it is UTF-8;
+// - the HTML report: its data block parses as JSON and holds no "</", the page
+//   has exactly its two script elements.
+// `make fuzz` builds it; scripts/fuzz.sh runs it.
+#include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cli/event_format.hpp"
+#include "cli/export/chrome_writer.hpp"
+#include "cli/report/report_page.hpp"
+#include "cli/report/timeline.hpp"
+#include "cli/safe_text.hpp"
+
+using namespace posixtrace::cli;
+
+namespace {
+
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "outputs_fuzzer: invariant violated at line %d: %s\n", __LINE__,  \
+                         #cond);                                                                   \
+            std::abort();                                                                          \
+        }                                                                                          \
+    } while (0)
+
+// Reads back the C escapes c_escaped writes; false on anything else.
+bool unescape(const std::string &text, std::string &bytes)
+{
+    bytes.clear();
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\\') {
+            bytes += text[i];
+            continue;
+        }
+        if (++i == text.size())
+            return false;
+        switch (text[i]) {
+        case '\\':
+            bytes += '\\';
+            break;
+        case '"':
+            bytes += '"';
+            break;
+        case 'n':
+            bytes += '\n';
+            break;
+        case 't':
+            bytes += '\t';
+            break;
+        case 'r':
+            bytes += '\r';
+            break;
+        case 'x':
+            if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
+                !std::isxdigit(static_cast<unsigned char>(text[i + 2])))
+                return false;
+            bytes += char(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+// Every character is valid UTF-8 and none acts on a terminal.
+bool shows_harmlessly(const std::string &text)
+{
+    for (size_t i = 0; i < text.size();) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x20 || c == 0x7f)
+            return false;
+        size_t length = c < 0x80 ? 1 : utf8_sequence_length(text, i);
+        if (!length)
+            return false;
+        // A character that terminal_text keeps is kept by it again.
+        if (length > 1 && terminal_text(text.substr(i, length)) != text.substr(i, length))
+            return false;
+        i += length;
+    }
+    return true;
+}
+
+bool is_utf8(const std::string &text)
+{
+    for (size_t i = 0; i < text.size();) {
+        size_t length =
+            static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8_sequence_length(text, i);
+        if (!length)
+            return false;
+        i += length;
+    }
+    return true;
+}
+
+std::string file_text(const std::string &path)
+{
+    std::ifstream file(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(file), {}};
+}
+
+// The input cut in three at its first two NULs: an event name, a thread
+// name (comm, at most 15 bytes) and the rest, a payload and exec path.
+struct Hostile {
+    std::string name, comm, payload;
+    explicit Hostile(const uint8_t *data, size_t size)
+    {
+        std::string input(reinterpret_cast<const char *>(data), size);
+        size_t first = input.find('\0');
+        name = input.substr(0, first);
+        if (first == std::string::npos)
+            return;
+        size_t second = input.find('\0', first + 1);
+        comm = input.substr(first + 1, second == std::string::npos ? second : second - first - 1)
+                   .substr(0, 15);
+        if (second != std::string::npos)
+            payload = input.substr(second + 1);
+    }
+};
+
+// A user event, a USDT event with a decoded string, a thread switch and an
+// exec, all carrying the hostile text.
+struct Events {
+    std::vector<posix_trace_event_info> infos;
+    std::vector<std::string> names;
+    std::vector<std::vector<unsigned char>> data;
+    std::vector<bool> with_string;
+
+    explicit Events(const Hostile &h)
+    {
+        auto add = [&](trace_event_id_t id, pid_t tid, std::string name,
+                       std::vector<unsigned char> bytes, bool string) {
+            posix_trace_event_info info{};
+            info.posix_event_id = id;
+            info.posix_pid = 4242;
+            info.posix_tid = tid;
+            info.posix_timestamp = {1'700'000'000, long(infos.size()) * 1000};
+            infos.push_back(info);
+            names.push_back(std::move(name));
+            data.push_back(std::move(bytes));
+            with_string.push_back(string);
+        };
+        add(POSIX_TRACE_USER_EVENT_FIRST, 4242, h.name, {h.payload.begin(), h.payload.end()},
+            false);
+        std::vector<unsigned char> usdt(16, 7); // two arguments, a string, its count
+        usdt.insert(usdt.end(), h.payload.begin(), h.payload.end());
+        usdt.push_back(0);
+        usdt.push_back(2);
+        add(POSIX_TRACE_USDT_EVENT_FIRST, 4242, h.name, usdt, true);
+        td_event_data td{};
+        td.tid = 4243;
+        std::memcpy(td.name, h.comm.data(), h.comm.size());
+        const auto *td_bytes = reinterpret_cast<const unsigned char *>(&td);
+        add(POSIX_TRACE_TD_EVENT_FIRST + (TD_SWITCHTO - TD_MIN_EVENT_NUM), 4243, "td_switchto",
+            {td_bytes, td_bytes + sizeof td}, false);
+        posix_trace_process_exec_data exec{4242, 4242};
+        const auto *exec_bytes = reinterpret_cast<const unsigned char *>(&exec);
+        std::vector<unsigned char> exec_data(exec_bytes, exec_bytes + sizeof exec);
+        exec_data.insert(exec_data.end(), h.payload.begin(), h.payload.end());
+        exec_data.push_back(0);
+        add(POSIX_TRACE_PROCESS_EXEC, 4242, "process_exec", exec_data, false);
+    }
+    size_t size() const { return infos.size(); }
+    LoggedEvent logged(size_t i) const
+    {
+        return {infos[i], names[i], data[i].data(), data[i].size()};
+    }
+};
+
+void check_escapes(const Hostile &h)
+{
+    for (const std::string *text : {&h.name, &h.comm, &h.payload}) {
+        std::string shown = terminal_text(*text), back;
+        FUZZ_CHECK(shows_harmlessly(shown));
+        FUZZ_CHECK(unescape(shown, back) && back == *text);
+        std::string literal = c_escaped(*text, '"');
+        for (size_t at = literal.find('"'); at != std::string::npos; at = literal.find('"', at + 1))
+            FUZZ_CHECK(at > 0 && literal[at - 1] == '\\');
+        FUZZ_CHECK(unescape(literal, back) && back == *text);
+        std::string json = json_string(*text);
+        FUZZ_CHECK(shows_harmlessly(json));
+        auto value = nlohmann::json::parse(json, nullptr, false);
+        FUZZ_CHECK(!value.is_discarded() && value.is_string());
+        if (is_utf8(*text))
+            FUZZ_CHECK(value.get<std::string>() == *text);
+    }
+}
+
+void check_event_lines(const Events &events)
+{
+    for (size_t i = 0; i < events.size(); ++i) {
+        const auto &info = events.infos[i];
+        const unsigned char *data = events.data[i].data();
+        size_t length = events.data[i].size();
+        std::string line = format_text(info, events.names[i], data, length, events.with_string[i]);
+        FUZZ_CHECK(shows_harmlessly(line));
+        auto json = nlohmann::json::parse(
+            format_json(info, events.names[i], data, length, events.with_string[i]), nullptr,
+            false);
+        FUZZ_CHECK(!json.is_discarded() && json.is_object());
+        if (is_utf8(events.names[i]))
+            FUZZ_CHECK(json["event"] == events.names[i]);
+    }
+}
+
+void check_chrome(const Events &events, const std::string &path)
+{
+    {
+        ChromeWriter writer(path, LogDescription{"trace", "posixtrace", {}, 1});
+        for (size_t i = 0; i < events.size(); ++i)
+            writer.write(events.logged(i));
+        writer.finish();
+    }
+    auto json = nlohmann::json::parse(file_text(path), nullptr, false);
+    FUZZ_CHECK(!json.is_discarded() && json["traceEvents"].is_array());
+}
+
+void check_report(const Events &events, const std::string &path)
+{
+    Timeline timeline;
+    for (size_t i = 0; i < events.size(); ++i)
+        timeline.add(events.logged(i));
+    timeline.finish();
+    write_report_page(path, timeline, ReportSource{events.names[0], {}, {}, events.names[0]});
+    std::string page = file_text(path);
+    const std::string open = "<script type=\"application/json\" id=\"trace-data\">";
+    size_t begin = page.find(open), end = page.find("</script>", begin);
+    FUZZ_CHECK(begin != std::string::npos && end != std::string::npos);
+    std::string block = page.substr(begin + open.size(), end - begin - open.size());
+    FUZZ_CHECK(block.find("</") == std::string::npos);
+    FUZZ_CHECK(!nlohmann::json::parse(block, nullptr, false).is_discarded());
+    size_t scripts = 0;
+    for (size_t at = page.find("<script"); at != std::string::npos;
+         at = page.find("<script", at + 1))
+        ++scripts;
+    FUZZ_CHECK(scripts == 2); // no element injected by a name
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const std::string dir = [] {
+        char path[] = "/tmp/posixtrace-outputs-fuzzer-XXXXXX";
+        FUZZ_CHECK(mkdtemp(path) != nullptr);
+        static std::string made = path;
+        std::atexit([] {
+            unlink((made + "/chrome.json").c_str());
+            unlink((made + "/report.html").c_str());
+            rmdir(made.c_str());
+        });
+        return made;
+    }();
+    Hostile hostile(data, size);
+    check_escapes(hostile);
+    Events events(hostile);
+    check_event_lines(events);
+    check_chrome(events, dir + "/chrome.json");
+    check_report(events, dir + "/report.html");
+    return 0;
+}
