@@ -268,6 +268,7 @@ int Stream::start()
         lost_while_full_ = {};
     }
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
+    started_ns_ = now;
     stopped_by_full_log_ = false;
     resume_running_locked();
     return 0;
@@ -716,11 +717,17 @@ void Stream::report_kernel_losses_locked()
 }
 
 // When to stamp the report of something counted after a look at `looked_ns`:
-// there, less the clock margin, and never before what was delivered.
+// there, less the clock margin, and never before what was delivered, nor
+// before the latest start: the kernel records nothing while suspended, and
+// the stop before it read every loss counted until then (a stop is a flush).
+// Without that floor, a stream whose first pass after its start came once a
+// burst had filled a ring reported the loss before its start event, at the
+// last look taken while it was suspended.
 uint64_t Stream::report_time_locked(uint64_t looked_ns) const
 {
     uint64_t margin = RingMerger::kClockMarginNs;
-    return std::max(looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns());
+    return std::max({looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns(),
+                     started_ns_});
 }
 
 void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)

@@ -187,6 +187,7 @@ private:
     uint64_t flush_until_ns_ = 0;
     uint64_t safe_ns_ = 0;      // monotonic; everything older is delivered
     uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
+    uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
     uint64_t passes_ = 0;
     uint64_t accept_after_ns_ = 0;   // monotonic; older records are lost (UNTIL_FULL restart)
     uint64_t discard_before_ns_ = 0; // monotonic; older records were cleared
