@@ -8,6 +8,7 @@
 // damage) and then, when that changes it, with its header, block, trailer and
 // footer CRCs recomputed where the reader will look for them, so that the
 // mutated fields themselves reach the parser.
+#include "fuzz_check.hpp"
 #include <fcntl.h>
 #include <posix_trace/events.h>
 #include <sys/mman.h>
@@ -26,15 +27,6 @@
 #include <vector>
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "log_reader_fuzzer: invariant violated at line %d: %s\n",         \
-                         __LINE__, #cond);                                                         \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 constexpr size_t kMaxCalls = 100000;     // getnext calls per pass
 constexpr size_t kComparedEvents = 1024; // compared again after rewind

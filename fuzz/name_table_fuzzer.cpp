@@ -4,6 +4,7 @@
 // (docs/security.md). The input is that memory, from the table's address on;
 // reading past its end fails as process_vm_readv would on an unmapped page.
 // `make fuzz` builds it; scripts/fuzz.sh runs it.
+#include "fuzz_check.hpp"
 #include <trace.h>
 
 #include <algorithm>
@@ -18,15 +19,6 @@
 #include "events/user_event_table.hpp"
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "name_table_fuzzer: invariant violated at line %d: %s\n",         \
-                         __LINE__, #cond);                                                         \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 constexpr uint64_t kTableAddress = 0x7f0000001000;
 

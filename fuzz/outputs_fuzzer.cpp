@@ -11,6 +11,7 @@
 // - the HTML report: its data block parses as JSON and holds no "</", the page
 //   has exactly its two script elements.
 // `make fuzz` builds it; scripts/fuzz.sh runs it.
+#include "fuzz_check.hpp"
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
 #include <unistd.h>
@@ -36,15 +37,6 @@
 using namespace posixtrace::cli;
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "outputs_fuzzer: invariant violated at line %d: %s\n", __LINE__,  \
-                         #cond);                                                                   \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 // Reads back the C escapes c_escaped writes; false on anything else.
 bool unescape(const std::string &text, std::string &bytes)

@@ -4,6 +4,7 @@
 // that finds the user event table (symbol_and_first_load). The input is the
 // file, held in a memfd and named /proc/self/fd/N as the tracer names the
 // files it opened. `make fuzz` builds it; scripts/fuzz.sh runs it.
+#include "fuzz_check.hpp"
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,15 +21,6 @@
 #include "usdt/usdt_notes.hpp"
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "usdt_notes_fuzzer: invariant violated at line %d: %s\n",         \
-                         __LINE__, #cond);                                                         \
-            std::abort();                                                                          \
-        }                                                                                          \
-    } while (0)
 
 void check_probes(const std::vector<posixtrace::UsdtProbe> &probes, size_t size)
 {
