@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,10 @@
 
 static pthread_barrier_t barrier;
 
-static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+static pid_t gettid_(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
 
 static void wait_for_line(void)
 {
@@ -191,8 +195,15 @@ static int run_threads(long count)
 /* ---- signals ----------------------------------------------------------------
  * Each line: "a" sends SIGUSR1 to thread 0 and SIGUSR2 to thread 1, "b" both
  * to thread 0; the reply "sent N" comes once all were handled; "q" ends. */
-static volatile sig_atomic_t handled;
-static void on_signal(int sig) { (void)sig; handled++; }
+/* Two threads can run their handlers at once, on two CPUs: a plain ++ of a
+ * shared counter could lose one and leave the main thread waiting forever
+ * (seen once: a suite hung here). A lock-free atomic is async-signal-safe. */
+static atomic_int handled;
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&handled, 1);
+}
 
 static void *signal_target(void *slot)
 {
@@ -216,13 +227,13 @@ static int run_signals(void)
     say("ready %d %d\n", spinner_tids[0], spinner_tids[1]);
     char line[32];
     while (fgets(line, sizeof line, stdin) && line[0] != 'q') {
-        int before = handled;
+        int before = atomic_load(&handled);
         pthread_kill(threads[0], SIGUSR1);
         pthread_kill(threads[line[0] == 'b' ? 0 : 1], SIGUSR2);
-        while (handled < before + 2)
+        while (atomic_load(&handled) < before + 2)
             usleep(1000);
         usleep(5000);
-        say("sent %d\n", (int)handled);
+        say("sent %d\n", atomic_load(&handled));
     }
     return 0;
 }
