@@ -5,10 +5,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -93,7 +93,8 @@ std::string exit_status_field(uint64_t status, std::string &key)
 {
     int wait_status = int(status);
     key = WIFSIGNALED(wait_status) ? "signal" : "exit_code";
-    return std::to_string(WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : WEXITSTATUS(wait_status));
+    return std::to_string(WIFSIGNALED(wait_status) ? WTERMSIG(wait_status)
+                                                   : WEXITSTATUS(wait_status));
 }
 
 // td_* events: the thread's name, tid and CPU, then the event's own values
@@ -174,7 +175,8 @@ Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *d
     case POSIX_TRACE_PROCESS_EXEC: {
         posix_trace_process_exec_data exec;
         if (read_as(data, length, exec) && length > sizeof exec && data[length - 1] == '\0')
-            fields.emplace_back("path", json_string(reinterpret_cast<const char *>(data + sizeof exec)));
+            fields.emplace_back("path",
+                                json_string(reinterpret_cast<const char *>(data + sizeof exec)));
         break;
     }
     case POSIX_TRACE_PROCESS_EXIT: {
@@ -195,7 +197,10 @@ Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *d
     return fields;
 }
 
-uint64_t nanoseconds(const timespec &ts) { return uint64_t(ts.tv_sec) * 1000000000u + ts.tv_nsec; }
+uint64_t nanoseconds(const timespec &ts)
+{
+    return uint64_t(ts.tv_sec) * 1000000000u + ts.tv_nsec;
+}
 
 } // namespace
 
@@ -208,13 +213,15 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
     char head[128];
     std::snprintf(head, sizeof head, "%ld.%09ld %7d %7d ", long(info.posix_timestamp.tv_sec),
                   info.posix_timestamp.tv_nsec, int(info.posix_pid), int(info.posix_tid));
-    std::string line = head + terminal_text(name);
-    line.append(std::max<size_t>(line.size(), std::strlen(head) + 28) - line.size() + 1, ' ');
+    std::string shown = terminal_text(name);
+    shown.resize(std::max<size_t>(shown.size(), 28), ' '); // the name column
+    std::string line = head + shown + ' ';
     if (is_usdt(info))
         line += "args=[" + usdt_args(data, args_length, ", ") + "]";
     if (has_text)
         line += " str=" + json_string(text);
-    else if (info.posix_event_id == POSIX_TRACE_OVERFLOW && length >= sizeof(posix_trace_overflow_data)) {
+    else if (info.posix_event_id == POSIX_TRACE_OVERFLOW &&
+             length >= sizeof(posix_trace_overflow_data)) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
         line += "lost=" + std::to_string(overflow.lost);

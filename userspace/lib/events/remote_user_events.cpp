@@ -16,6 +16,7 @@
 
 #include "events/user_event_table.hpp"
 #include "util/elf_file.hpp"
+#include "util/process_files.hpp"
 
 namespace posixtrace {
 
@@ -58,8 +59,12 @@ bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t
 
 namespace {
 
+struct Mapping {
+    uint64_t start, end;
+};
+
 // Where `object` is mapped at file offset 0 in `pid`.
-std::optional<uint64_t> mapping_base(pid_t pid, const std::string &object)
+std::optional<Mapping> mapping_base(pid_t pid, const std::string &object)
 {
     std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
     std::string line;
@@ -67,11 +72,11 @@ std::optional<uint64_t> mapping_base(pid_t pid, const std::string &object)
         auto slash = line.find('/');
         if (slash == std::string::npos || line.compare(slash, std::string::npos, object) != 0)
             continue;
-        unsigned long start = 0, offset = 0;
+        unsigned long start = 0, end = 0, offset = 0;
         char perms[8];
-        if (std::sscanf(line.c_str(), "%lx-%*x %7s %lx", &start, perms, &offset) == 3 &&
+        if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx", &start, &end, perms, &offset) == 4 &&
             offset == 0)
-            return start;
+            return Mapping{start, end};
     }
     return std::nullopt;
 }
@@ -85,7 +90,7 @@ bool read_remote(pid_t pid, uint64_t address, void *into, size_t size)
 
 } // namespace
 
-RemoteUserEventNames::RemoteUserEventNames(pid_t pid, ProcessFile object)
+RemoteUserEventNames::RemoteUserEventNames(pid_t pid, std::string object)
     : pid_(pid), object_(std::move(object))
 {
 }
@@ -95,14 +100,17 @@ bool RemoteUserEventNames::locate()
     if (address_ || locate_failed_)
         return address_ != 0;
     uint64_t value = 0, first_load = 0;
-    auto base = mapping_base(pid_, object_.name);
+    auto base = mapping_base(pid_, object_);
     if (!base)
         return false; // not mapped yet: the process is held before its dynamic linker ran
-    if (!symbol_and_first_load(object_.path(), kUserEventTableSymbol, value, first_load)) {
+    // The file read is the one mapped there (process_files.hpp); it is not
+    // kept open: a stream may follow thousands of processes.
+    auto file = open_mapping(pid_, base->start, base->end, object_);
+    if (!file || !symbol_and_first_load(file->path(), kUserEventTableSymbol, value, first_load)) {
         locate_failed_ = true;
         return false;
     }
-    address_ = *base - first_load + value;
+    address_ = base->start - first_load + value;
     return true;
 }
 

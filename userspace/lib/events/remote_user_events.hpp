@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "util/process_files.hpp"
 
 namespace posixtrace {
 
@@ -36,9 +35,9 @@ bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t
 // too while the process lives; names read before it exits stay known.
 class RemoteUserEventNames {
 public:
-    // `object`: the libposixtrace the process maps (or its executable when
-    // linked statically), opened and named as in /proc/PID/maps.
-    RemoteUserEventNames(pid_t pid, ProcessFile object);
+    // `object`: the path, as in /proc/PID/maps, of the libposixtrace the
+    // process maps (or of its executable when linked statically).
+    RemoteUserEventNames(pid_t pid, std::string object);
 
     std::optional<std::string> name_of(trace_event_id_t id);
     std::vector<trace_event_id_t> ids();
@@ -48,7 +47,7 @@ private:
     void refresh();
 
     pid_t pid_;
-    ProcessFile object_;
+    std::string object_;
     uint64_t address_ = 0; // of the table in the process, 0 until located
     bool locate_failed_ = false;
     std::vector<std::string> names_;

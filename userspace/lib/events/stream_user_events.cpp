@@ -138,7 +138,7 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
             numbering.object_looked_up = true;
             if (auto object = user_event_object_of(numbering.reader))
                 numbering.memory =
-                    std::make_unique<RemoteUserEventNames>(numbering.reader, std::move(*object));
+                    std::make_unique<RemoteUserEventNames>(numbering.reader, object->name);
         }
         if (numbering.memory)
             name = numbering.memory->name_of(local_id);

@@ -46,6 +46,22 @@ std::optional<ProcessFile> open_in_root(pid_t pid, const std::string &path)
     return ProcessFile{std::move(file), path};
 }
 
+std::optional<ProcessFile> open_mapping(pid_t pid, uint64_t start, uint64_t end,
+                                        const std::string &name)
+{
+    // Named by the range without maps' zero padding: 400000-41f000.
+    char range[40];
+    std::snprintf(range, sizeof range, "%lx-%lx", (unsigned long)start, (unsigned long)end);
+    int fd = open((proc_of(pid) + "/map_files/" + range).c_str(),
+                  O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int open_error = errno;
+    if (UniqueFd file = regular_only(UniqueFd(fd)))
+        return ProcessFile{std::move(file), name};
+    if (fd < 0 && (open_error == EPERM || open_error == EACCES))
+        return open_in_root(pid, name);
+    return std::nullopt;
+}
+
 std::vector<ProcessFile> open_mapped_executables(pid_t pid)
 {
     std::vector<ProcessFile> files;
@@ -63,21 +79,11 @@ std::vector<ProcessFile> open_mapped_executables(pid_t pid)
             continue;
         if (!seen.insert(name).second)
             continue;
-        // Named by the range without maps' zero padding: 400000-41f000.
         unsigned long start = 0, end = 0;
         if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2)
             continue;
-        char range[40];
-        std::snprintf(range, sizeof range, "%lx-%lx", start, end);
-        std::string mapped = proc_of(pid) + "/map_files/" + range;
-        UniqueFd fd = regular_only(
-            UniqueFd(open(mapped.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)));
-        int open_error = errno;
-        if (fd)
-            files.push_back({std::move(fd), name});
-        else if (open_error == EPERM || open_error == EACCES)
-            if (auto file = open_in_root(pid, name))
-                files.push_back(std::move(*file));
+        if (auto file = open_mapping(pid, start, end, name))
+            files.push_back(std::move(*file));
     }
     return files;
 }

@@ -6,6 +6,7 @@
 // (to read its notes, to attach uprobes in it). docs/security.md, "Paths".
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ struct ProcessFile {
 // RESOLVE_IN_ROOT; no magic link followed), read-only. nullopt when the
 // process or the file is gone, or the path leads nowhere inside that root.
 std::optional<ProcessFile> open_in_root(pid_t pid, const std::string &path);
+
+// The file mapped at [start, end) in `pid`, that its maps name `name`:
+// through /proc/PID/map_files, which walks no path (it needs CAP_SYS_ADMIN);
+// without it, `name` resolved inside the process's root (open_in_root).
+std::optional<ProcessFile> open_mapping(pid_t pid, uint64_t start, uint64_t end,
+                                        const std::string &name);
 
 // The files `pid` maps executable, in map order (the executable first), each
 // opened as the very file mapped: through /proc/PID/map_files, which walks
