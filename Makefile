@@ -89,11 +89,13 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
 
-# The tests link the CLI's export writers and the report's timeline to test
+# The tests link the CLI's export writers and the report's page to test
 # them on synthetic events,
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
                  $(BUILD)/obj/userspace/cli/event_format.o $(BUILD)/obj/userspace/cli/safe_text.o \
                  $(BUILD)/obj/userspace/cli/report/timeline.o \
+                 $(BUILD)/obj/userspace/cli/report/report_page.o \
+                 $(BUILD)/obj/userspace/cli/report/report_assets.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
 # And the library's way of opening a traced process's files (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o

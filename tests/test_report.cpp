@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../userspace/cli/report/report_page.hpp"
 #include "../userspace/cli/report/timeline.hpp"
 #include "cli_support.hpp"
 #include "test_support.hpp"
@@ -21,6 +22,7 @@ using namespace cli_support;
 using namespace test_support;
 using posixtrace::cli::LaneState;
 using posixtrace::cli::LoggedEvent;
+using posixtrace::cli::ReportSource;
 using posixtrace::cli::Timeline;
 using posixtrace::cli::TimelineLimits;
 
@@ -195,4 +197,50 @@ TEST_CASE("report: past its limits the timeline aggregates, and says so", "[repo
     CHECK(timeline.details().empty());
     CHECK(timeline.aggregation_note().find("state they were in most") != std::string::npos);
     CHECK(timeline.aggregation_note().find("More than 50 events") != std::string::npos);
+}
+
+// Found by the outputs fuzzer: "<!--" then "<script" in the data block puts
+// the HTML parser in its double-escaped state, where the page's </script>
+// no longer closes the block. Names a traced process chose must stay data.
+TEST_CASE("report: names that spell HTML stay text in the page", "[report][security]")
+{
+    const std::string event_name = "<!--<script>x.y</script>&amp;";
+    const char thread_name[] = "</script><b>";
+    Timeline timeline;
+    posix_trace_event_info info{};
+    info.posix_pid = 100;
+    info.posix_tid = 100;
+    info.posix_timestamp = {1, 0};
+    td_event_data td{};
+    td.tid = 100;
+    std::memcpy(td.name, thread_name, sizeof thread_name);
+    info.posix_event_id = POSIX_TRACE_TD_EVENT_FIRST + TD_SWITCHTO - 1;
+    const std::string switch_name = "td_switchto";
+    timeline.add(LoggedEvent{info, switch_name, reinterpret_cast<const unsigned char *>(&td),
+                             sizeof td});
+    info.posix_event_id = POSIX_TRACE_USER_EVENT_FIRST;
+    info.posix_timestamp = {1, 500};
+    timeline.add(LoggedEvent{info, event_name, nullptr, 0});
+    timeline.finish();
+    std::string page_path = temp_path("report-names") + ".html";
+    write_report_page(page_path, timeline, ReportSource{event_name, {}, {}, event_name});
+    std::string page = file_text(page_path);
+    unlink(page_path.c_str());
+    INFO(page.substr(0, 4000));
+    const std::string open = "<script type=\"application/json\" id=\"trace-data\">";
+    size_t begin = page.find(open);
+    REQUIRE(begin != std::string::npos);
+    begin += open.size();
+    size_t end = page.find("</script>", begin);
+    REQUIRE(end != std::string::npos);
+    std::string block = page.substr(begin, end - begin);
+    CHECK(block.find_first_of("<>&") == std::string::npos);
+    CHECK(block.find(R"(\u003c!--\u003cscript\u003ex.y\u003c/script\u003e\u0026amp;)") !=
+          std::string::npos);
+    CHECK(block.find(R"(\u003c/script\u003e\u003cb\u003e)") != std::string::npos);
+    int scripts = 0;
+    for (size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1))
+        ++scripts;
+    CHECK(scripts == 2); // the data block and the page's own script, nothing a name made
+    CHECK(page.find("<td>&lt;/script&gt;&lt;b&gt;</td>") != std::string::npos); // threads table
 }

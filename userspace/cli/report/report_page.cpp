@@ -35,12 +35,31 @@ std::string html_escape(const std::string &text)
     return out;
 }
 
-// A JSON text that can sit inside a <script> element.
-std::string script_safe(std::string json)
+// A JSON text that can sit inside a <script> element. Escaping only "</"
+// is not enough: "<!--" then "<script" puts the HTML parser in its
+// double-escaped state, where the closing </script> no longer ends the
+// element. Outside strings JSON has no '<', '>' or '&', inside them the
+// \u escapes mean the same characters, so the block holds none of them.
+std::string script_safe(const std::string &json)
 {
-    for (size_t at = 0; (at = json.find("</", at)) != std::string::npos; at += 3)
-        json.replace(at, 2, "<\\/");
-    return json;
+    std::string out;
+    out.reserve(json.size());
+    for (char c : json) {
+        switch (c) {
+        case '<':
+            out += "\\u003c";
+            break;
+        case '>':
+            out += "\\u003e";
+            break;
+        case '&':
+            out += "\\u0026";
+            break;
+        default:
+            out += c;
+        }
+    }
+    return out;
 }
 
 std::string seconds_text(uint64_t ns)
