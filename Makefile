@@ -33,7 +33,8 @@ BENCH_SRCS   := $(wildcard bench/*.cpp)
 BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%) $(BUILD)/bench/pingpong
 HELPER_SRCS  := $(wildcard tests/helpers/*.c)
 HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
-                $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so
+                $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so \
+                $(BUILD)/tests/helpers/libabuselib.so $(BUILD)/tests/helpers/libplainlib.so
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -123,7 +124,7 @@ $(BUILD)/tests/helpers/thrower: tests/helpers/thrower.cpp
 	@mkdir -p $(@D)
 	$(CXX) -O2 -g -o $@ $<
 
-$(BUILD)/tests/helpers/libownlib.so: tests/helpers/lib/ownlib.c
+$(BUILD)/tests/helpers/lib%.so: tests/helpers/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) -shared -fPIC -o $@ $<
 

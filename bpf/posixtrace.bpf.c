@@ -7,9 +7,10 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/usdt.bpf.h>
 
 #include "posixtrace.h"
+#define BPF_USDT_MAX_SPEC_CNT PT_USDT_MAX_SITES
+#include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -909,10 +910,12 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
         }
         return 0;
     }
-    if (inherited) {
-        bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY);
+    /* A full table (PT_MAX_TRACED_PROCESSES alive at once) leaves the
+     * child untraced: its fork event says so. */
+    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY) != 0)
+        inherited = 0;
+    if (inherited)
         other_processes_traced = 1;
-    }
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
         return 0;
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 16);

@@ -25,6 +25,11 @@
 /* USDT event types a stream can have. */
 #define PT_USDT_TYPES (PT_EVENT_ID_LIMIT - 2048)
 
+/* USDT probe sites one stream can attach (libbpf's spec map: one entry per
+ * site at most). Userspace refuses an attachment past it with ENOSPC before
+ * libbpf runs out (libbpf 1.1 double-frees on that error path). */
+#define PT_USDT_MAX_SITES 4096
+
 /* How many processes one stream may trace at once. */
 #define PT_MAX_TRACED_PROCESSES 4096
 

@@ -216,8 +216,8 @@ TEST_CASE("report: names that spell HTML stay text in the page", "[report][secur
     std::memcpy(td.name, thread_name, sizeof thread_name);
     info.posix_event_id = POSIX_TRACE_TD_EVENT_FIRST + TD_SWITCHTO - 1;
     const std::string switch_name = "td_switchto";
-    timeline.add(LoggedEvent{info, switch_name, reinterpret_cast<const unsigned char *>(&td),
-                             sizeof td});
+    timeline.add(
+        LoggedEvent{info, switch_name, reinterpret_cast<const unsigned char *>(&td), sizeof td});
     info.posix_event_id = POSIX_TRACE_USER_EVENT_FIRST;
     info.posix_timestamp = {1, 500};
     timeline.add(LoggedEvent{info, event_name, nullptr, 0});
@@ -239,7 +239,8 @@ TEST_CASE("report: names that spell HTML stay text in the page", "[report][secur
           std::string::npos);
     CHECK(block.find(R"(\u003c/script\u003e\u003cb\u003e)") != std::string::npos);
     int scripts = 0;
-    for (size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1))
+    for (size_t at = page.find("<script"); at != std::string::npos;
+         at = page.find("<script", at + 1))
         ++scripts;
     CHECK(scripts == 2); // the data block and the page's own script, nothing a name made
     CHECK(page.find("<td>&lt;/script&gt;&lt;b&gt;</td>") != std::string::npos); // threads table

@@ -68,7 +68,9 @@ struct posix_trace_filter_data {
 struct posix_trace_process_fork_data {
     int32_t parent_pid;
     int32_t child_pid;
-    uint32_t inherited; /* 1: the child is traced by this stream */
+    uint32_t inherited; /* 1: the child is traced by this stream; 0 without
+                           POSIX_TRACE_INHERITED, or when the stream already
+                           traces 4096 processes alive at once */
 };
 
 /* process_exec: a traced process replaced its image. It stays traced; the

@@ -54,6 +54,8 @@ extern "C" {
 /* Attaches the probes matching `probes` ("PROVIDER:NAME", "PROVIDER:*" or
  * "*") in every object the traced process maps now (its executable and its
  * shared libraries); semaphore-guarded probes are enabled while attached.
+ * "*" leaves out libposixtrace's own provider, posix_trace: its probes are
+ * how user events and their names reach the stream already.
  * `attached` (may be NULL) receives the number of PROVIDER:NAME per object
  * attached. Returns 0; EINVAL (bad trid or NULL `probes`); ENOENT (no probe
  * matches); ESRCH (the process is gone); ENOSPC (no event type ids left). */
@@ -67,6 +69,15 @@ int posix_trace_usdt_attach(trace_id_t trid, const char *probes, size_t *attache
  * (bad trid, NULL probe, index >= 12); ENOENT (probe not attached). */
 #define POSIX_TRACE_USDT_STRING_MAX 64
 int posix_trace_usdt_decode_string(trace_id_t trid, const char *probe, unsigned index);
+
+/* The objects a traced process loaded after the stream was created (exec,
+ * dlopen) whose probes the stream could not all attach: their events are
+ * not recorded. `first_error` says why: EMFILE (out of descriptors), ENOSPC
+ * (the stream's POSIX_TRACE_USDT_MAX_SITES probe sites, or its event type
+ * ids, are used up), or the kernel's error. Either pointer may be NULL.
+ * Returns 0; EINVAL (bad trid). */
+#define POSIX_TRACE_USDT_MAX_SITES 4096
+int posix_trace_usdt_unattached(trace_id_t trid, size_t *objects, int *first_error);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,9 @@
 #include "loss_summary.hpp"
 
+#include <posix_trace/usdt.h>
+
+#include <cstring>
+
 namespace posixtrace::cli {
 
 std::string describe_losses(uint64_t lost, trace_id_t trid)
@@ -16,6 +20,17 @@ std::string describe_losses(uint64_t lost, trace_id_t trid)
     add(losses.switches_unreported, " switches not reported by the kernel");
     add(losses.runs_skipped, " program runs skipped by the kernel");
     return causes.empty() ? text : text + " (" + causes + ")";
+}
+
+std::string describe_unattached(trace_id_t trid)
+{
+    size_t objects = 0;
+    int first_error = 0;
+    if (posix_trace_usdt_unattached(trid, &objects, &first_error) != 0 || objects == 0)
+        return {};
+    return "the probes of " + std::to_string(objects) +
+           " objects loaded while recording could not all be attached (" +
+           std::strerror(first_error) + "): their events were not recorded";
 }
 
 } // namespace posixtrace::cli

@@ -12,4 +12,8 @@ namespace posixtrace::cli {
 // those: "N lost (K switches not reported by the kernel)".
 std::string describe_losses(uint64_t lost, trace_id_t trid);
 
+// Empty, or a sentence saying that objects loaded while recording (exec,
+// dlopen) did not get all their probes, and why.
+std::string describe_unattached(trace_id_t trid);
+
 } // namespace posixtrace::cli

@@ -1,6 +1,8 @@
 // posixtrace: the command-line tool. See README.md.
 #include <CLI/CLI.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdio>
 
 #include "dump_command.hpp"
@@ -10,8 +12,25 @@
 #include "report/report_command.hpp"
 #include "threads/threads_command.hpp"
 
+namespace {
+
+// Each USDT probe site attached is a descriptor (a uprobe perf event): a
+// process that loads a thousand libraries with probes would exhaust the
+// usual soft limit of 1024. The hard limit is what the operator allows.
+void allow_all_descriptors()
+{
+    rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
+} // namespace
+
 int main(int argc, char **argv)
 {
+    allow_all_descriptors();
     CLI::App app{"posixtrace: POSIX tracing for Linux on BPF"};
     app.set_version_flag("--version", std::string("posixtrace ") + POSIXTRACE_VERSION);
     app.require_subcommand(1);

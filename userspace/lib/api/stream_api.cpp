@@ -19,8 +19,14 @@ using posixtrace::log::LogTable;
 
 namespace {
 
-std::shared_ptr<Stream> stream_of(trace_id_t trid) { return StreamTable::instance().find(trid); }
-std::shared_ptr<LogReader> log_of(trace_id_t trid) { return LogTable::instance().find(trid); }
+std::shared_ptr<Stream> stream_of(trace_id_t trid)
+{
+    return StreamTable::instance().find(trid);
+}
+std::shared_ptr<LogReader> log_of(trace_id_t trid)
+{
+    return LogTable::instance().find(trid);
+}
 
 // `log_fd` >= 0: posix_trace_create_withlog.
 int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
@@ -170,6 +176,20 @@ POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probe
     return err;
 }
 
+POSIXTRACE_EXPORT int posix_trace_usdt_unattached(trace_id_t trid, size_t *objects,
+                                                  int *first_error)
+{
+    auto stream = stream_of(trid);
+    if (!stream)
+        return EINVAL;
+    auto unattached = stream->unattached_probes();
+    if (objects)
+        *objects = unattached.objects;
+    if (first_error)
+        *first_error = unattached.first_error;
+    return 0;
+}
+
 POSIXTRACE_EXPORT int posix_trace_usdt_decode_string(trace_id_t trid, const char *probe,
                                                      unsigned index)
 {
@@ -205,10 +225,10 @@ POSIXTRACE_EXPORT int posix_trace_getnext_event(trace_id_t trid,
     return get_next(trid, event, data, num_bytes, data_len, unavailable, WaitMode::Block, nullptr);
 }
 
-POSIXTRACE_EXPORT int posix_trace_timedgetnext_event(
-    trace_id_t trid, posix_trace_event_info *__restrict event, void *__restrict data,
-    size_t num_bytes, size_t *__restrict data_len, int *__restrict unavailable,
-    const timespec *__restrict abstime)
+POSIXTRACE_EXPORT int
+posix_trace_timedgetnext_event(trace_id_t trid, posix_trace_event_info *__restrict event,
+                               void *__restrict data, size_t num_bytes, size_t *__restrict data_len,
+                               int *__restrict unavailable, const timespec *__restrict abstime)
 {
     return get_next(trid, event, data, num_bytes, data_len, unavailable, WaitMode::Until, abstime);
 }

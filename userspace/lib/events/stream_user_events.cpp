@@ -15,6 +15,12 @@
 #include "usdt/usdt_notes.hpp"
 
 namespace posixtrace {
+namespace {
+
+// The ids a process's registry gives (TRACE_USER_EVENT_MAX names).
+constexpr trace_event_id_t kLocalIdEnd = POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX;
+
+} // namespace
 
 std::optional<ProcessFile> user_event_object_of(pid_t pid)
 {
@@ -56,8 +62,10 @@ StreamUserEvents::Numbering &StreamUserEvents::numbering_of(pid_t pid)
 
 void StreamUserEvents::learned(pid_t pid, trace_event_id_t local_id, std::string name)
 {
-    if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= POSIX_TRACE_USDT_EVENT_FIRST ||
-        name.empty() || name.size() >= TRACE_EVENT_NAME_MAX)
+    // A registry gives ids below kLocalIdEnd only; a forged notice may say
+    // anything, and the ids above are the stream's own for exec'd images.
+    if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= kLocalIdEnd || name.empty() ||
+        name.size() >= TRACE_EVENT_NAME_MAX)
         return;
     numbering_of(pid).names[local_id] = std::move(name);
 }
@@ -102,8 +110,14 @@ void StreamUserEvents::exited(pid_t pid)
 void StreamUserEvents::give_numbering(pid_t pid, std::unique_ptr<Numbering> numbering)
 {
     drop_numbering(pid);
-    numbering_of_pid_[pid] = numberings_.size();
-    numberings_.push_back(std::move(numbering));
+    // Slots of processes gone are reused: a fork storm does not grow the table.
+    auto free_slot = std::find(numberings_.begin() + 1, numberings_.end(), nullptr);
+    size_t index = size_t(free_slot - numberings_.begin());
+    if (free_slot == numberings_.end())
+        numberings_.push_back(std::move(numbering));
+    else
+        *free_slot = std::move(numbering);
+    numbering_of_pid_[pid] = index;
 }
 
 // A numbering other than the stream's belongs to one process: forks and
@@ -190,8 +204,12 @@ trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_i
         id = foreign->second;
     } else {
         trace_event_id_t count = trace_event_id_t(foreign_ids_.size());
-        id = primary_names_itself() ? POSIX_TRACE_USDT_EVENT_FIRST - 1 - count
-                                    : POSIX_TRACE_USER_EVENT_FIRST + count;
+        bool from_top = primary_names_itself();
+        if (count >= (from_top ? POSIX_TRACE_USDT_EVENT_FIRST - kLocalIdEnd
+                               : POSIX_TRACE_USDT_EVENT_FIRST - POSIX_TRACE_USER_EVENT_FIRST))
+            return POSIX_TRACE_UNNAMED_USEREVENT; // no id left: unnamed, never another's
+        id = from_top ? POSIX_TRACE_USDT_EVENT_FIRST - 1 - count
+                      : POSIX_TRACE_USER_EVENT_FIRST + count;
         foreign_ids_.emplace(*name, id);
         foreign_names_.emplace(id, *name);
     }

@@ -115,6 +115,9 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
 KernelProgram::~KernelProgram()
 {
     // Links first: no program may run while the rings go away.
+    // Each uprobe detached costs the kernel two RCU grace periods under a
+    // global mutex (event_mutex): about 0.1 s a probe site on a VM, however
+    // many threads close them (measured; docs/security.md).
     thread_event_groups_.clear();
     links_.clear();
     if (cpu_states_)
@@ -265,38 +268,47 @@ int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary)
     return 0;
 }
 
-int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary)
+int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary, size_t sites)
 {
-    return attach_libposixtrace_probe(skeleton_->progs.user_event, pid, binary, "event");
+    return attach_libposixtrace_probe(skeleton_->progs.user_event, pid, binary, "event", sites);
 }
 
-int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary)
+int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary, size_t sites)
 {
-    return attach_libposixtrace_probe(skeleton_->progs.user_event_name, pid, binary,
-                                      "eventid_open");
+    return attach_libposixtrace_probe(skeleton_->progs.user_event_name, pid, binary, "eventid_open",
+                                      sites);
 }
 
 int KernelProgram::attach_libposixtrace_probe(bpf_program *program, pid_t pid,
-                                              const std::string &binary, const char *name)
+                                              const std::string &binary, const char *name,
+                                              size_t sites)
 {
-    bpf_link *link =
-        bpf_program__attach_usdt(program, pid, binary.c_str(), "posix_trace", name, nullptr);
-    if (!link)
-        return errno_from(-errno);
-    links_.emplace_back(link);
-    return 0;
+    return attach_usdt_sites(program, pid, binary, "posix_trace", name, nullptr, sites);
 }
 
 int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
                                      const std::string &provider, const std::string &name,
-                                     trace_event_id_t event_id)
+                                     trace_event_id_t event_id, size_t sites)
 {
     LIBBPF_OPTS(bpf_usdt_opts, options, .usdt_cookie = event_id);
-    bpf_link *link = bpf_program__attach_usdt(skeleton_->progs.usdt_event, pid, binary.c_str(),
-                                              provider.c_str(), name.c_str(), &options);
+    return attach_usdt_sites(skeleton_->progs.usdt_event, pid, binary, provider.c_str(),
+                             name.c_str(), &options, sites);
+}
+
+// libbpf takes one spec map entry per distinct site of an attachment, and
+// version 1.1 double-frees when that map is full: never let it get there.
+int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
+                                     const char *provider, const char *name,
+                                     const bpf_usdt_opts *options, size_t sites)
+{
+    if (sites == 0 || sites > PT_USDT_MAX_SITES - usdt_sites_attached_)
+        return sites == 0 ? ENOENT : ENOSPC;
+    bpf_link *link =
+        bpf_program__attach_usdt(program, pid, binary.c_str(), provider, name, options);
     if (!link)
         return errno_from(-errno);
     links_.emplace_back(link);
+    usdt_sites_attached_ += sites;
     return 0;
 }
 

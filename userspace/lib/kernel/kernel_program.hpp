@@ -15,6 +15,7 @@
 struct posixtrace_bpf;
 struct bpf_link;
 struct bpf_program;
+struct bpf_usdt_opts;
 
 namespace posixtrace {
 
@@ -51,10 +52,14 @@ public:
     // first instruction).
     static constexpr pid_t kAllProcesses = -1;
 
+    // The USDT attach calls take the number of sites the probe has in
+    // `binary`: a stream attaches at most PT_USDT_MAX_SITES in all, and
+    // fails with ENOSPC past that.
+
     // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
-    int attach_user_event_probe(pid_t pid, const std::string &binary);
+    int attach_user_event_probe(pid_t pid, const std::string &binary, size_t sites);
     // libposixtrace's posix_trace:eventid_open probe: names in-band.
-    int attach_user_name_probe(pid_t pid, const std::string &binary);
+    int attach_user_name_probe(pid_t pid, const std::string &binary, size_t sites);
 
     // Attaches the link-map hook to the dynamic linker `binary`.
     int attach_link_map_hook(pid_t pid, const std::string &binary);
@@ -62,7 +67,7 @@ public:
     // Attaches every site of PROVIDER:NAME in `binary` for process `pid`;
     // its records carry `event_id`.
     int attach_usdt_probe(pid_t pid, const std::string &binary, const std::string &provider,
-                          const std::string &name, trace_event_id_t event_id);
+                          const std::string &name, trace_event_id_t event_id, size_t sites);
 
     // Argument `index` of USDT event type `event_id` points to a string the
     // kernel copies into the record (nullopt: none).
@@ -125,7 +130,11 @@ public:
 
 private:
     int attach_libposixtrace_probe(bpf_program *program, pid_t pid, const std::string &binary,
-                                   const char *name);
+                                   const char *name, size_t sites);
+    // One USDT attachment of `sites` sites, within the stream's budget.
+    int attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
+                          const char *provider, const char *name, const bpf_usdt_opts *options,
+                          size_t sites);
     struct SkeletonDeleter {
         void operator()(posixtrace_bpf *skeleton) const;
     };
@@ -159,6 +168,7 @@ private:
     pt_cpu_state *cpu_states_ = nullptr; // mmapped, one per CPU
     size_t cpu_states_bytes_ = 0;
     std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
+    size_t usdt_sites_attached_ = 0; // never released: links live as long as the stream
 };
 
 // Where the arguments of the posix_trace:event probe in `binary` sit.

@@ -1,5 +1,6 @@
 #include "stream/stream.hpp"
 
+#include <bpf/libbpf.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,10 +36,14 @@ constexpr uint64_t kMissesPeriodPasses = 8;
 constexpr size_t kMinRingBytes = 256 * 1024;
 constexpr size_t kMaxRingBytes = 64u << 20;
 
+// The rings only carry records from the kernel to the drain, which empties
+// them every millisecond: together they hold about one stream, so the
+// kernel memory a stream pins does not grow with the number of CPUs.
 size_t ring_bytes_for(size_t stream_size)
 {
+    size_t share = stream_size / size_t(std::max(1, libbpf_num_possible_cpus()));
     size_t bytes = kMinRingBytes;
-    while (bytes < stream_size && bytes < kMaxRingBytes)
+    while (bytes < share && bytes < kMaxRingBytes)
         bytes *= 2;
     return bytes;
 }
@@ -120,9 +125,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // stream-min-size is the room for the events a user plans for (POSIX:
     // a set of events whose max sizes add up to it is recorded without
     // loss); UNTIL_FULL's closing stop and loss report have their own.
-    size_t closing_room =
-        attributes.stream_full_policy == POSIX_TRACE_UNTIL_FULL ? kStopEventBytes + kLossEventsBytes
-                                                                : 0;
+    size_t closing_room = attributes.stream_full_policy == POSIX_TRACE_UNTIL_FULL
+                              ? kStopEventBytes + kLossEventsBytes
+                              : 0;
     buffer_ = std::make_unique<EventBuffer>(attributes.stream_size + closing_room);
     if (!buffer_->valid())
         return ENOMEM;
@@ -153,7 +158,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
     last_pass_ns_ = rings_created_after_ns;
-    drain_ = LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
+    drain_ =
+        LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     return 0;
 }
 
@@ -726,8 +732,8 @@ void Stream::report_kernel_losses_locked()
 uint64_t Stream::report_time_locked(uint64_t looked_ns) const
 {
     uint64_t margin = RingMerger::kClockMarginNs;
-    return std::max({looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns(),
-                     started_ns_});
+    return std::max(
+        {looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns(), started_ns_});
 }
 
 void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
@@ -789,7 +795,8 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
         pid_t(record.pid) == creator_pid_ && record.data_len == sizeof(pt_td_data)) {
         pt_td_data counted; // the process's threads, less the library's own
         std::memcpy(&counted, data, sizeof counted);
-        counted.value -= std::min<uint64_t>(counted.value, library_threads_.alive_at(record.timestamp_ns));
+        counted.value -=
+            std::min<uint64_t>(counted.value, library_threads_.alive_at(record.timestamp_ns));
         store_locked(record, &counted);
         return;
     }
@@ -923,8 +930,8 @@ bool Stream::is_user_event(const pt_record &record)
 bool Stream::is_lifecycle_record(const pt_record &record)
 {
     return record.event_id == PT_EVENT_PROCESS_FORK || record.event_id == PT_EVENT_PROCESS_EXEC ||
-           record.event_id == PT_EVENT_PROCESS_EXIT || record.event_id == PT_EVENT_LINK_MAP_CHANGED ||
-           record.event_id == PT_EVENT_USER_NAME;
+           record.event_id == PT_EVENT_PROCESS_EXIT ||
+           record.event_id == PT_EVENT_LINK_MAP_CHANGED || record.event_id == PT_EVENT_USER_NAME;
 }
 
 // A new image or new libraries in a traced process: attach their probes.
@@ -959,9 +966,9 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
         if (record.data_len == sizeof(pt_user_name)) {
             pt_user_name name;
             std::memcpy(&name, record.data, sizeof name);
-            user_events_->learned(pid, name.event_id,
-                                  std::string(name.name, std::min<size_t>(name.length,
-                                                                          sizeof name.name - 1)));
+            user_events_->learned(
+                pid, name.event_id,
+                std::string(name.name, std::min<size_t>(name.length, sizeof name.name - 1)));
         }
         break;
     default:
@@ -1238,7 +1245,14 @@ int Stream::attach_usdt(const std::string &spec, size_t &attached)
     return probes_->add_usdt_spec(target_pid_, spec, attached);
 }
 
+ProbeAttacher::Unattached Stream::unattached_probes()
+{
+    std::lock_guard lock(mutex_);
+    return probes_ ? probes_->unattached() : ProbeAttacher::Unattached{};
+}
+
 static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
+static_assert(PT_USDT_MAX_SITES == POSIX_TRACE_USDT_MAX_SITES);
 
 int Stream::decode_usdt_string(const std::string &probe, unsigned index)
 {

@@ -79,6 +79,7 @@ public:
     // PROVIDER:NAME is one event type however many sites it has.
     // 0, ENOENT (no such probe), ESRCH (process gone), ENOSPC (no ids left).
     int attach_usdt(const std::string &spec, size_t &attached);
+    ProbeAttacher::Unattached unattached_probes();
 
     // The kernel copies the string argument `index` of PROVIDER:NAME into
     // each of its records. 0, ENOENT (not attached), EINVAL (index).

@@ -3,6 +3,7 @@
 #include <posix_trace/events.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 
@@ -18,6 +19,14 @@ std::optional<std::pair<dev_t, ino_t>> identify(const ProcessFile &file)
     if (fstat(file.fd.get(), &st) != 0)
         return std::nullopt;
     return std::pair{st.st_dev, st.st_ino};
+}
+
+size_t sites_of(const std::vector<UsdtProbe> &probes, const std::string &provider,
+                const std::string &name)
+{
+    return size_t(std::count_if(probes.begin(), probes.end(), [&](const UsdtProbe &probe) {
+        return probe.provider == provider && probe.name == name;
+    }));
 }
 
 } // namespace
@@ -43,7 +52,7 @@ std::string interpreter_of(const std::string &executable)
 }
 
 std::shared_ptr<const std::vector<UsdtProbe>> ProbeAttacher::probes_of(const FileId &file,
-                                                                      const std::string &path)
+                                                                       const std::string &path)
 {
     auto &cached = notes_[file];
     if (!cached) {
@@ -119,10 +128,12 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
             continue;
         if (probe.name == "eventid_open" && !names) {
             names = true; // names in-band: best effort, memory is the fallback
-            kernel_.attach_user_name_probe(scope, object.file.path());
+            kernel_.attach_user_name_probe(scope, object.file.path(),
+                                           sites_of(*object.probes, probe.provider, probe.name));
         } else if (probe.name == "event" && !events && user_event_probe_compatible(probe)) {
             events = true;
-            err = kernel_.attach_user_event_probe(scope, object.file.path());
+            err = kernel_.attach_user_event_probe(
+                scope, object.file.path(), sites_of(*object.probes, probe.provider, probe.name));
         }
     }
     return err;
@@ -138,8 +149,8 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
         std::string key = probe.provider + ":" + probe.name;
         if (usdt_attached_.count({object.placement, key}))
             continue; // another site of a probe already attached
-        auto [slot, added] = usdt_ids_.try_emplace(
-            key, POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(usdt_names_.size()));
+        auto [slot, added] = usdt_ids_.try_emplace(key, POSIX_TRACE_USDT_EVENT_FIRST +
+                                                            trace_event_id_t(usdt_names_.size()));
         if (added) {
             if (slot->second >= POSIX_TRACE_EVENT_ID_LIMIT) {
                 usdt_ids_.erase(slot);
@@ -147,8 +158,9 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
             }
             usdt_names_.push_back(key);
         }
-        if (int err = kernel_.attach_usdt_probe(object.placement.scope, object.file.path(),
-                                                probe.provider, probe.name, slot->second))
+        if (int err = kernel_.attach_usdt_probe(
+                object.placement.scope, object.file.path(), probe.provider, probe.name,
+                slot->second, sites_of(*object.probes, probe.provider, probe.name)))
             return err;
         usdt_attached_.insert({object.placement, key});
         ++attached;
@@ -168,12 +180,19 @@ int ProbeAttacher::refresh(pid_t pid)
             interpreter = FileId{id->first, id->second};
     int first_error = 0;
     for (const auto &object : objects) {
-        if (int err = attach_fixed_probes(object, interpreter); err && !first_error)
-            first_error = err;
+        int err = attach_fixed_probes(object, interpreter);
         for (const auto &spec : specs_) {
             bool matched = false;
             size_t attached = 0;
-            attach_spec(object, spec, matched, attached); // new objects: best effort
+            if (int spec_err = attach_spec(object, spec, matched, attached); spec_err && !err)
+                err = spec_err;
+        }
+        if (err) { // said to the user (unattached()), the other objects still get theirs
+            unattached_.insert(object.placement);
+            if (!unattached_error_)
+                unattached_error_ = err;
+            if (!first_error)
+                first_error = err;
         }
     }
     return first_error;
@@ -214,7 +233,8 @@ std::optional<trace_event_id_t> ProbeAttacher::usdt_id(const std::string &name) 
 
 std::optional<std::string> ProbeAttacher::usdt_name(trace_event_id_t id) const
 {
-    if (id < POSIX_TRACE_USDT_EVENT_FIRST || id - POSIX_TRACE_USDT_EVENT_FIRST >= usdt_names_.size())
+    if (id < POSIX_TRACE_USDT_EVENT_FIRST ||
+        id - POSIX_TRACE_USDT_EVENT_FIRST >= usdt_names_.size())
         return std::nullopt;
     return usdt_names_[id - POSIX_TRACE_USDT_EVENT_FIRST];
 }

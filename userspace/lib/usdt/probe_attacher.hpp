@@ -49,6 +49,15 @@ public:
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
 
+    // Objects a process loaded later (exec, dlopen) whose probes could not
+    // all be attached, and why (the first error): out of descriptors, of
+    // probe sites (PT_USDT_MAX_SITES) or of event ids.
+    struct Unattached {
+        size_t objects = 0;
+        int first_error = 0;
+    };
+    Unattached unattached() const { return {unattached_.size(), unattached_error_}; }
+
 private:
     struct FileId {
         dev_t device;
@@ -86,6 +95,8 @@ private:
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
     std::map<std::string, trace_event_id_t> usdt_ids_;
     std::map<pid_t, std::vector<std::string>> pending_; // asked once per process
+    std::set<Placement> unattached_;
+    int unattached_error_ = 0;
 };
 
 // The dynamic linker (PT_INTERP) named by an executable, or "" for a static

@@ -92,8 +92,8 @@ std::optional<UsdtArgument> parse_argument(const std::string &text)
 bool usdt_spec_matches(const std::string &spec, const std::string &provider,
                        const std::string &name)
 {
-    if (spec == "*")
-        return true;
+    if (spec == "*") // libposixtrace's own probes already bring the user events
+        return provider != "posix_trace";
     auto colon = spec.find(':');
     if (colon == std::string::npos)
         return false;

@@ -1,0 +1,221 @@
+/* A traced program that pushes the tracer to its limits (docs/security.md,
+ * "bounded under abuse"). Every mode ends by itself; what it did is in its
+ * own events, so a test reads the trace to check nothing went missing.
+ *
+ *   abuser names
+ *       Registers names until posix_trace_eventid_open stops giving new ids
+ *       (TRACE_USER_EVENT_MAX), emits one event of each (data: its index),
+ *       then fires its own posix_trace:eventid_open probe 100,000 times
+ *       with forged ids outside its range and unterminated 4 KiB names, and
+ *       emits one event of each name again (data: 100000 + index). Ends
+ *       with "names.done" (data: the number of names registered).
+ *   abuser threads N
+ *       N threads alive at once (small stacks); each emits "thread.hello"
+ *       (data: its index) and waits until all have, then all end.
+ *   abuser forks SECONDS
+ *       Forks as fast as it can for SECONDS; every 2nd child execs this
+ *       program ("abuser child K"), the others stay this image; each child
+ *       emits "child.hello" (data: K) and exits. Ends with "forks.done"
+ *       (data: the number of children).
+ *   abuser dlopen DIRECTORY N SECONDS
+ *       Loads DIRECTORY/libabuse-0.so .. -(N-1).so (distinct files), then
+ *       for SECONDS fires the abuselib:fire probe of every library once a
+ *       round (argument: the round), a round each 100 ms. Ends with
+ *       "dlopen.done" (data: the number of rounds). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sdt.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+static trace_event_id_t named(const char *name)
+{
+    trace_event_id_t id;
+    if (posix_trace_eventid_open(name, &id) != 0)
+        exit(2);
+    return id;
+}
+
+static void emit_int(trace_event_id_t id, int value)
+{
+    posix_trace_event(id, &value, sizeof value);
+}
+
+static double now_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static int many_names(void)
+{
+    static trace_event_id_t ids[TRACE_USER_EVENT_MAX + 1];
+    int count = 0;
+    for (; count <= TRACE_USER_EVENT_MAX; ++count) {
+        char name[TRACE_EVENT_NAME_MAX];
+        snprintf(name, sizeof name, "n%04d.%0*d", count, TRACE_EVENT_NAME_MAX - 7, count);
+        ids[count] = named(name);
+        if (ids[count] == POSIX_TRACE_UNNAMED_USEREVENT)
+            break;
+    }
+    for (int i = 0; i < count; ++i)
+        emit_int(ids[i], i);
+    /* A process can fire the in-band naming probe with anything. */
+    static char unterminated[4096];
+    memset(unterminated, 'F', sizeof unterminated);
+    for (unsigned i = 0; i < 100000; ++i) {
+        unsigned forged = i % 2 ? POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX + i % 70000
+                                : i % POSIX_TRACE_USER_EVENT_FIRST;
+        const char *name = unterminated;
+        STAP_PROBE2(posix_trace, eventid_open, forged, name);
+    }
+    for (int i = 0; i < count; ++i)
+        emit_int(ids[i], 100000 + i);
+    emit_int(named("names.done"), count);
+    return 0;
+}
+
+struct crowd {
+    pthread_mutex_t lock;
+    pthread_cond_t all_in;
+    int arrived, total;
+    trace_event_id_t hello;
+};
+
+struct member {
+    struct crowd *crowd;
+    int index;
+};
+
+static void *crowd_member(void *argument)
+{
+    struct member *self = argument;
+    struct crowd *crowd = self->crowd;
+    emit_int(crowd->hello, self->index);
+    pthread_mutex_lock(&crowd->lock);
+    if (++crowd->arrived == crowd->total)
+        pthread_cond_broadcast(&crowd->all_in);
+    while (crowd->arrived < crowd->total)
+        pthread_cond_wait(&crowd->all_in, &crowd->lock);
+    pthread_mutex_unlock(&crowd->lock);
+    return NULL;
+}
+
+static int many_threads(int total)
+{
+    struct crowd crowd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, total,
+                          named("thread.hello")};
+    pthread_t *threads = calloc((size_t)total, sizeof *threads);
+    struct member *members = calloc((size_t)total, sizeof *members);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 16384);
+    if (!threads || !members)
+        return 2;
+    for (int i = 0; i < total; ++i) {
+        members[i] = (struct member){&crowd, i};
+        if (pthread_create(&threads[i], &attr, crowd_member, &members[i]) != 0) {
+            fprintf(stderr, "abuser: thread %d: cannot create\n", i);
+            return 2;
+        }
+    }
+    for (int i = 0; i < total; ++i)
+        pthread_join(threads[i], NULL);
+    free(threads);
+    free(members);
+    return 0;
+}
+
+static int child_hello(int index)
+{
+    emit_int(named("child.hello"), index);
+    return 0;
+}
+
+static int fork_storm(const char *self, double seconds)
+{
+    trace_event_id_t hello = named("child.hello");
+    int children = 0;
+    for (double end = now_seconds() + seconds; now_seconds() < end; ++children) {
+        pid_t child = fork();
+        if (child < 0) {
+            if (errno == EAGAIN) { /* a process limit: wait for one to go */
+                --children;
+                wait(NULL);
+                continue;
+            }
+            return 2;
+        }
+        if (child == 0) {
+            if (children % 2) {
+                char index[16];
+                snprintf(index, sizeof index, "%d", children);
+                execl(self, self, "child", index, (char *)NULL);
+                _exit(3);
+            }
+            emit_int(hello, children);
+            _exit(0);
+        }
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+    }
+    while (wait(NULL) > 0) {
+    }
+    emit_int(named("forks.done"), children);
+    return 0;
+}
+
+static int many_libraries(const char *directory, int total, double seconds)
+{
+    void (**fire)(int) = calloc((size_t)total, sizeof *fire);
+    if (!fire)
+        return 2;
+    for (int i = 0; i < total; ++i) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/libabuse-%d.so", directory, i);
+        void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!library) {
+            fprintf(stderr, "abuser: %s\n", dlerror());
+            return 2;
+        }
+        fire[i] = (void (*)(int))dlsym(library, "abuselib_fire");
+        if (!fire[i])
+            return 2;
+    }
+    int rounds = 0;
+    for (double end = now_seconds() + seconds; now_seconds() < end; ++rounds) {
+        for (int i = 0; i < total; ++i)
+            fire[i](rounds);
+        usleep(100000);
+    }
+    emit_int(named("dlopen.done"), rounds);
+    free(fire);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "names") == 0)
+        return many_names();
+    if (argc == 3 && strcmp(argv[1], "threads") == 0)
+        return many_threads(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "forks") == 0)
+        return fork_storm(argv[0], atof(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "child") == 0)
+        return child_hello(atoi(argv[2]));
+    if (argc == 5 && strcmp(argv[1], "dlopen") == 0)
+        return many_libraries(argv[2], atoi(argv[3]), atof(argv[4]));
+    fprintf(stderr, "usage: abuser names | threads N | forks SECONDS | "
+                    "dlopen DIRECTORY N SECONDS\n");
+    return 2;
+}

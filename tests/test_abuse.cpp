@@ -1,0 +1,324 @@
+// A traced process that pushes the tracer to its limits (docs/security.md,
+// "bounded under abuse"): TRACE_USER_EVENT_MAX names and forged naming
+// notices, 10,000 threads, a fork storm under --inherit, 1,000 dlopens.
+// The tracer (`posixtrace record -o`) keeps every event or reports its
+// loss, its own memory stays within the documented bound, and Ctrl-C stops
+// it cleanly with a readable log.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "test_support.hpp"
+
+using namespace cli_support;
+using namespace test_support;
+
+namespace {
+
+// The tracer's anonymous memory (its own tables and buffers, not the
+// kernel's rings it maps) may not pass this in any test here.
+constexpr long kTracerAnonymousLimitKb = 48 * 1024;
+
+long status_field_kb(pid_t pid, const char *field)
+{
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(field, 0) == 0)
+            return std::stol(line.substr(std::strlen(field) + 1));
+    return -1;
+}
+
+double cpu_seconds(pid_t pid)
+{
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    size_t end = text.rfind(')');
+    if (end == std::string::npos)
+        return -1;
+    std::istringstream fields(text.substr(end + 2));
+    std::string field;
+    unsigned long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14)
+            utime = std::stoul(field);
+        if (i == 15)
+            stime = std::stoul(field);
+    }
+    return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+// `posixtrace record -o LOG ARGUMENTS -- abuser MODE...` in a process group
+// of its own (the abuser and its children with it), watched while it runs.
+class WatchedRecording {
+public:
+    WatchedRecording(const std::string &arguments, const std::vector<std::string> &abuser)
+        : log_(temp_path("abuse-log")), err_(temp_path("abuse-err"))
+    {
+        std::string command =
+            cli_path() + " record -o " + log_ + " " + arguments + " -- " + helper_path("abuser");
+        for (const auto &word : abuser)
+            command += " " + word;
+        pid_ = fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            setpgid(0, 0);
+            int err = open(err_.c_str(), O_WRONLY | O_TRUNC);
+            dup2(err, 2);
+            execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), (char *)nullptr);
+            _exit(127);
+        }
+        setpgid(pid_, pid_);
+        started_ = std::chrono::steady_clock::now();
+    }
+    ~WatchedRecording()
+    {
+        kill(-pid_, SIGKILL); // what is left of the abuser
+        if (!reaped_)
+            waitpid(pid_, nullptr, 0);
+        unlink(log_.c_str());
+        unlink(err_.c_str());
+    }
+
+    // Samples the tracer until it exits or `limit` passes; false on timeout.
+    bool wait(std::chrono::seconds limit)
+    {
+        auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            sample();
+            int status;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                reaped_ = true;
+                exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+                ended_ = std::chrono::steady_clock::now();
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+    void run_for(std::chrono::milliseconds span)
+    {
+        auto until = std::chrono::steady_clock::now() + span;
+        while (std::chrono::steady_clock::now() < until) {
+            sample();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    void interrupt()
+    {
+        stopped_ = std::chrono::steady_clock::now();
+        REQUIRE(kill(pid_, SIGINT) == 0); // the tracer only, as `kill -INT`
+    }
+
+    int exit_status() const { return exit_status_; }
+    long peak_anonymous_kb() const { return peak_anonymous_kb_; }
+    double cpu() const { return cpu_; }
+    double seconds() const { return std::chrono::duration<double>(ended_ - started_).count(); }
+    double stop_seconds() const { return std::chrono::duration<double>(ended_ - stopped_).count(); }
+    std::string errors() const
+    {
+        std::ifstream file(err_);
+        return {std::istreambuf_iterator<char>(file), {}};
+    }
+    const std::string &log() const { return log_; }
+    void report(const char *what) const
+    {
+        WARN(what << ": tracer " << peak_anonymous_kb_ / 1024 << " MiB anonymous at most, " << cpu_
+                  << " s CPU in " << seconds() << " s");
+    }
+
+private:
+    void sample()
+    {
+        long anonymous = status_field_kb(pid_, "RssAnon");
+        peak_anonymous_kb_ = std::max(peak_anonymous_kb_, anonymous);
+        if (double cpu = cpu_seconds(pid_); cpu >= 0)
+            cpu_ = cpu;
+    }
+
+    std::string log_, err_;
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+    int exit_status_ = -1;
+    long peak_anonymous_kb_ = 0;
+    double cpu_ = 0;
+    std::chrono::steady_clock::time_point started_, stopped_, ended_;
+};
+
+struct LoggedEvents {
+    std::map<std::string, std::vector<long>> values; // event name -> first int of its data
+    std::map<std::string, std::set<long>> pids;      // event name -> the processes it came from
+    long lost = 0;
+};
+
+long first_int(const std::string &json_line, const std::string &key)
+{
+    size_t at = json_line.find("\"" + key + "\":");
+    if (at == std::string::npos)
+        return -1;
+    at += key.size() + 3;
+    if (json_line[at] == '[')
+        ++at;
+    if (json_line[at] == '"') { // data_hex: little-endian int
+        std::string hex = json_line.substr(at + 1, 8);
+        if (hex.find('"') != std::string::npos)
+            return -1; // fewer than 4 bytes of data
+        long value = 0;
+        for (int byte = 3; byte >= 0; --byte)
+            value = value * 256 + std::stol(hex.substr(size_t(byte) * 2, 2), nullptr, 16);
+        return value;
+    }
+    return std::stol(json_line.substr(at));
+}
+
+LoggedEvents read_log(const std::string &log)
+{
+    Run dump = run_cli("dump --json " + log);
+    REQUIRE(dump.status == 0);
+    LoggedEvents events;
+    for (const auto &line : dump.lines()) {
+        size_t at = line.find("\"event\":\"");
+        REQUIRE(at != std::string::npos);
+        std::string name = line.substr(at + 9, line.find('"', at + 9) - at - 9);
+        bool usdt = line.find("\"args\":") != std::string::npos;
+        events.values[name].push_back(first_int(line, usdt ? "args" : "data_hex"));
+        events.pids[name].insert(first_int(line, "pid"));
+    }
+    std::smatch lost;
+    static const std::regex lost_pattern(R"((\d+) lost)");
+    if (std::regex_search(dump.err, lost, lost_pattern))
+        events.lost = std::stol(lost[1]);
+    return events;
+}
+
+} // namespace
+
+TEST_CASE("abuse: TRACE_USER_EVENT_MAX names and 100,000 forged naming notices", "[abuse]")
+{
+    WatchedRecording recording("--events user", {"names"});
+    REQUIRE(recording.wait(std::chrono::seconds(60)));
+    INFO(recording.errors());
+    REQUIRE(recording.exit_status() == 0);
+    recording.report("names");
+    CHECK(recording.peak_anonymous_kb() < kTracerAnonymousLimitKb);
+    auto events = read_log(recording.log());
+    REQUIRE(events.lost == 0);
+    // The registry filled at TRACE_USER_EVENT_MAX; the next name is unnamed.
+    REQUIRE(events.values["posix_trace_unnamed_userevent"] ==
+            std::vector<long>{TRACE_USER_EVENT_MAX});
+    size_t named = 0;
+    for (const auto &[name, values] : events.values) {
+        if (name.size() != TRACE_EVENT_NAME_MAX - 1 || name[0] != 'n')
+            continue;
+        ++named;
+        long index = std::stol(name.substr(1, 4));
+        INFO(name);
+        // Its two events, each under its own name: no forged notice renamed it.
+        CHECK(values == std::vector<long>{index, 100000 + index});
+    }
+    CHECK(named == TRACE_USER_EVENT_MAX);
+}
+
+TEST_CASE("abuse: 10,000 threads alive at once", "[abuse]")
+{
+    WatchedRecording recording("--events user,td:create,td:death", {"threads", "10000"});
+    REQUIRE(recording.wait(std::chrono::seconds(120)));
+    INFO(recording.errors());
+    REQUIRE(recording.exit_status() == 0);
+    recording.report("10,000 threads");
+    CHECK(recording.peak_anonymous_kb() < kTracerAnonymousLimitKb);
+    auto events = read_log(recording.log());
+    auto &hello = events.values["thread.hello"];
+    std::sort(hello.begin(), hello.end());
+    hello.erase(std::unique(hello.begin(), hello.end()), hello.end());
+    // Each thread said hello once, was created and ended: recorded, or lost and said so.
+    CHECK(hello.size() + size_t(events.lost) >= 10000);
+    CHECK(events.values["td_create"].size() + size_t(events.lost) >= 10000);
+    CHECK(events.values["td_death"].size() + size_t(events.lost) >= 10001); // and the main thread
+    CHECK(hello.size() <= 10000);
+}
+
+TEST_CASE("abuse: a fork storm under --inherit, stopped by Ctrl-C", "[abuse]")
+{
+    WatchedRecording recording("--inherit --events user,system", {"forks", "3600"});
+    recording.run_for(std::chrono::seconds(4));
+    recording.interrupt();
+    REQUIRE(recording.wait(std::chrono::seconds(10)));
+    INFO(recording.errors());
+    CHECK(recording.exit_status() == 0);
+    recording.report("fork storm");
+    WARN("stopped " << recording.stop_seconds() << " s after Ctrl-C");
+    CHECK(recording.peak_anonymous_kb() < kTracerAnonymousLimitKb);
+    CHECK(recording.errors().find(" events, ") != std::string::npos); // its summary
+    auto events = read_log(recording.log());
+    size_t forks = events.values["process_fork"].size(),
+           children = events.values["child.hello"].size();
+    INFO(forks << " forks, " << children << " children said hello, " << events.lost << " lost");
+    CHECK(forks > 100);
+    // Every child that ended while recorded had said hello (half of them
+    // from a new image): its hello is there, or counted lost.
+    size_t ended = 0, without_hello = 0;
+    for (long pid : events.pids["process_exit"]) {
+        ++ended;
+        without_hello += !events.pids["child.hello"].count(pid);
+    }
+    INFO(ended << " children ended while recorded");
+    CHECK(ended > 100);
+    CHECK(without_hello <= size_t(events.lost));
+    CHECK(children <= forks);
+    CHECK(events.values["process_exec"].size() <= forks);
+}
+
+TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")
+{
+    namespace fs = std::filesystem;
+    fs::path directory = temp_path("abuse-libraries");
+    fs::remove(directory);
+    fs::create_directory(directory);
+    for (int i = 0; i < 1000; ++i) // distinct files: each is another object to read
+        fs::copy_file(helper_path(i < 50 ? "libabuselib.so" : "libplainlib.so"),
+                      directory / ("libabuse-" + std::to_string(i) + ".so"));
+    {
+        WatchedRecording recording("--events user,usdt",
+                                   {"dlopen", directory.string(), "1000", "3"});
+        REQUIRE(recording.wait(std::chrono::seconds(120)));
+        INFO(recording.errors());
+        REQUIRE(recording.exit_status() == 0);
+        recording.report("1,000 dlopens");
+        CHECK(recording.peak_anonymous_kb() < kTracerAnonymousLimitKb);
+        CHECK(recording.errors().find("could not all be attached") == std::string::npos);
+        auto events = read_log(recording.log());
+        REQUIRE(events.lost == 0);
+        // "usdt" is the program's probes, not libposixtrace's own (its
+        // user events came as user events, once).
+        CHECK(events.values.count("posix_trace:event") == 0);
+        CHECK(events.values.count("posix_trace:eventid_open") == 0);
+        auto done = events.values["dlopen.done"];
+        REQUIRE(done.size() == 1);
+        long rounds = done[0];
+        REQUIRE(rounds > 5);
+        std::map<long, int> per_round;
+        for (long round : events.values["abuselib:fire"])
+            ++per_round[round];
+        // The probes of all 50 were attached within the first rounds.
+        for (long round = 5; round < rounds; ++round) {
+            INFO("round " << round);
+            CHECK(per_round[round] == 50);
+        }
+    }
+    fs::remove_all(directory);
+}
