@@ -24,9 +24,9 @@ constexpr trace_event_id_t kLocalIdEnd = POSIX_TRACE_USER_EVENT_FIRST + TRACE_US
 
 std::optional<ProcessFile> user_event_object_of(pid_t pid)
 {
-    for (auto &file : open_mapped_executables(pid))
-        if (file.name.find("libposixtrace.so") != std::string::npos)
-            return std::move(file);
+    for (const auto &mapping : list_mapped_executables(pid))
+        if (mapping.name.find("libposixtrace.so") != std::string::npos)
+            return open_mapping(pid, mapping.start, mapping.end, mapping.name);
     for (const auto &library : pending_libraries(pid))
         if (library.find("libposixtrace.so") != std::string::npos)
             return open_in_root(pid, library);

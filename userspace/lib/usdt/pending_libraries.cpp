@@ -127,7 +127,7 @@ std::vector<std::string> pending_libraries(pid_t pid)
         return {}; // another root: its linker's view is not ours
     std::string interpreter = interpreter_of(proc + "/exe");
     // Only the executable and its dynamic linker mapped: held before start-up.
-    if (interpreter.empty() || open_mapped_executables(pid).size() > 2 ||
+    if (interpreter.empty() || list_mapped_executables(pid).size() > 2 ||
         !trusted_program(interpreter))
         return {};
     return paths_in_listing(output_of({interpreter, "--list", std::string(exe, size_t(exe_length))},

@@ -62,9 +62,9 @@ std::optional<ProcessFile> open_mapping(pid_t pid, uint64_t start, uint64_t end,
     return std::nullopt;
 }
 
-std::vector<ProcessFile> open_mapped_executables(pid_t pid)
+std::vector<MappedExecutable> list_mapped_executables(pid_t pid)
 {
-    std::vector<ProcessFile> files;
+    std::vector<MappedExecutable> mappings;
     std::set<std::string> seen;
     std::ifstream maps(proc_of(pid) + "/maps");
     std::string line;
@@ -77,14 +77,20 @@ std::vector<ProcessFile> open_mapped_executables(pid_t pid)
         std::string name = line.substr(slash);
         if (name.size() > 10 && name.compare(name.size() - 10, 10, " (deleted)") == 0)
             continue;
-        if (!seen.insert(name).second)
-            continue;
         unsigned long start = 0, end = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2)
+        if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2 || !seen.insert(name).second)
             continue;
-        if (auto file = open_mapping(pid, start, end, name))
-            files.push_back(std::move(*file));
+        mappings.push_back({start, end, std::move(name)});
     }
+    return mappings;
+}
+
+std::vector<ProcessFile> open_mapped_executables(pid_t pid)
+{
+    std::vector<ProcessFile> files;
+    for (const auto &mapping : list_mapped_executables(pid))
+        if (auto file = open_mapping(pid, mapping.start, mapping.end, mapping.name))
+            files.push_back(std::move(*file));
     return files;
 }
 

@@ -35,8 +35,17 @@ std::optional<ProcessFile> open_in_root(pid_t pid, const std::string &path);
 std::optional<ProcessFile> open_mapping(pid_t pid, uint64_t start, uint64_t end,
                                         const std::string &name);
 
-// The files `pid` maps executable, in map order (the executable first), each
-// opened as the very file mapped: through /proc/PID/map_files, which walks
+// An executable mapping of a process, as its maps say, not opened.
+struct MappedExecutable {
+    uint64_t start, end;
+    std::string name;
+};
+
+// The files `pid` maps executable, in map order (the executable first), one
+// mapping each; deleted files are left out.
+std::vector<MappedExecutable> list_mapped_executables(pid_t pid);
+
+// The same files, each opened as the very file mapped: through /proc/PID/map_files, which walks
 // no path (it needs CAP_SYS_ADMIN); without it, its maps name resolved
 // inside the process's root (open_in_root). A mapping gone meanwhile, or a
 // file that cannot be opened, is left out.
