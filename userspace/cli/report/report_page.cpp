@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 
 #include "../event_format.hpp"
 #include "../export/output_file.hpp"
@@ -11,28 +12,32 @@
 namespace posixtrace::cli {
 namespace {
 
-std::string html_escape(const std::string &text)
+struct Replacement {
+    char c;
+    const char *with;
+};
+
+template <size_t N>
+std::string replaced(const std::string &text, const Replacement (&replacements)[N])
 {
     std::string out;
+    out.reserve(text.size());
     for (char c : text) {
-        switch (c) {
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '&':
-            out += "&amp;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
+        auto found = std::find_if(std::begin(replacements), std::end(replacements),
+                                  [c](const Replacement &r) { return r.c == c; });
+        if (found == std::end(replacements))
             out += c;
-        }
+        else
+            out += found->with;
     }
     return out;
+}
+
+std::string html_escape(const std::string &text)
+{
+    static const Replacement html[] = {
+        {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}};
+    return replaced(text, html);
 }
 
 // A JSON text that can sit inside a <script> element. Escaping only "</"
@@ -42,24 +47,8 @@ std::string html_escape(const std::string &text)
 // \u escapes mean the same characters, so the block holds none of them.
 std::string script_safe(const std::string &json)
 {
-    std::string out;
-    out.reserve(json.size());
-    for (char c : json) {
-        switch (c) {
-        case '<':
-            out += "\\u003c";
-            break;
-        case '>':
-            out += "\\u003e";
-            break;
-        case '&':
-            out += "\\u0026";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
+    static const Replacement script[] = {{'<', "\\u003c"}, {'>', "\\u003e"}, {'&', "\\u0026"}};
+    return replaced(json, script);
 }
 
 std::string seconds_text(uint64_t ns)
