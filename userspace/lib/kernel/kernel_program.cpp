@@ -301,8 +301,8 @@ int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std:
                                      const char *provider, const char *name,
                                      const bpf_usdt_opts *options, size_t sites)
 {
-    if (sites == 0 || sites > PT_USDT_MAX_SITES - usdt_sites_attached_)
-        return sites == 0 ? ENOENT : ENOSPC;
+    if (sites > PT_USDT_MAX_SITES - usdt_sites_attached_)
+        return ENOSPC;
     bpf_link *link =
         bpf_program__attach_usdt(program, pid, binary.c_str(), provider, name, options);
     if (!link)
