@@ -7,8 +7,10 @@
  *       (TRACE_USER_EVENT_MAX), emits one event of each (data: its index),
  *       then fires its own posix_trace:eventid_open probe 100,000 times
  *       with forged ids outside its range and unterminated 4 KiB names, and
- *       emits one event of each name again (data: 100000 + index). Ends
- *       with "names.done" (data: the number of names registered).
+ *       emits one event of each name again (data: 100000 + index) and one
+ *       of id 32 + TRACE_USER_EVENT_MAX + 1, which only a forged notice
+ *       named. Ends with "names.done" (data: the number of names
+ *       registered; unnamed, as the registry is full).
  *   abuser threads N
  *       N threads alive at once (small stacks); each emits "thread.hello"
  *       (data: its index) and waits until all have, then all end.
@@ -81,6 +83,8 @@ static int many_names(void)
     }
     for (int i = 0; i < count; ++i)
         emit_int(ids[i], 100000 + i);
+    /* An event of an id only a forged notice named. */
+    emit_int(POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX + 1, count);
     emit_int(named("names.done"), count);
     return 0;
 }
