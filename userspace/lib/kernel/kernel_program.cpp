@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -295,6 +296,24 @@ int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
                              name.c_str(), &options, sites);
 }
 
+// Each site attached holds two descriptors (its perf event and its link).
+// Attaching stops while kDescriptorReserve remain, so that the stream can
+// still read a process's maps and notes and say what it did not attach.
+bool KernelProgram::descriptors_left_for(size_t sites)
+{
+    constexpr size_t kDescriptorReserve = 64;
+    rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return true;
+    size_t open_now = 0;
+    if (DIR *directory = opendir("/proc/self/fd")) {
+        while (readdir(directory))
+            ++open_now;
+        closedir(directory);
+    }
+    return open_now + 2 * sites + kDescriptorReserve <= limit.rlim_cur;
+}
+
 // libbpf takes one spec map entry per distinct site of an attachment, and
 // version 1.1 double-frees when that map is full: never let it get there.
 int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
@@ -303,6 +322,8 @@ int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std:
 {
     if (sites > PT_USDT_MAX_SITES - usdt_sites_attached_)
         return ENOSPC;
+    if (!descriptors_left_for(sites))
+        return EMFILE;
     bpf_link *link =
         bpf_program__attach_usdt(program, pid, binary.c_str(), provider, name, options);
     if (!link)

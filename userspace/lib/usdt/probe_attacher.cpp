@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <functional>
 
 #include "usdt/pending_libraries.hpp"
 #include "util/elf_file.hpp"
@@ -19,6 +20,12 @@ std::optional<std::pair<dev_t, ino_t>> identify(const ProcessFile &file)
     if (fstat(file.fd.get(), &st) != 0)
         return std::nullopt;
     return std::pair{st.st_dev, st.st_ino};
+}
+
+// The tracer, not the object, ran out of something.
+bool is_resource_error(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM;
 }
 
 size_t sites_of(const std::vector<UsdtProbe> &probes, const std::string &provider,
@@ -51,16 +58,21 @@ std::string interpreter_of(const std::string &executable)
     return {};
 }
 
-std::shared_ptr<const std::vector<UsdtProbe>> ProbeAttacher::probes_of(const FileId &file,
-                                                                       const std::string &path)
+std::shared_ptr<const std::vector<UsdtProbe>>
+ProbeAttacher::probes_of(const FileId &file, const std::string &path, int &resource_error)
 {
-    auto &cached = notes_[file];
-    if (!cached) {
-        auto probes = std::make_shared<std::vector<UsdtProbe>>();
-        read_usdt_probes(path, *probes); // an object without notes has no probes
-        cached = std::move(probes);
+    resource_error = 0;
+    if (auto found = notes_.find(file); found != notes_.end())
+        return found->second;
+    auto probes = std::make_shared<std::vector<UsdtProbe>>();
+    int err = read_usdt_probes(path, *probes);
+    if (is_resource_error(err)) {
+        resource_error = err; // not the object's fault: read again next time
+        return nullptr;
     }
-    return cached;
+    // Otherwise an object without notes, or with notes we cannot read, has no probes.
+    notes_.emplace(file, probes);
+    return probes;
 }
 
 const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
@@ -71,27 +83,57 @@ const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
     return found->second;
 }
 
-std::vector<ProbeAttacher::MappedObject> ProbeAttacher::objects_of(pid_t pid)
+// One object open at a time: a process may map thousands, more than the
+// descriptors the tracer may hold. A file that exists but cannot be opened
+// for want of descriptors or memory is said to the user, like an attach that
+// failed; one gone meanwhile is not.
+int ProbeAttacher::for_each_object(pid_t pid, const std::function<int(const MappedObject &)> &visit)
 {
-    std::vector<MappedObject> objects;
-    auto files = open_mapped_executables(pid);
-    if (files.empty())
-        return objects;
-    for (const auto &path : pending_libraries_of(pid))
-        if (auto file = open_in_root(pid, path))
-            files.push_back(std::move(*file));
     std::set<FileId> seen;
-    for (auto &file : files) {
-        auto id = identify(file);
-        if (!id)
-            continue;
-        FileId file_id{id->first, id->second};
-        if (seen.insert(file_id).second) {
-            auto probes = probes_of(file_id, file.path());
-            objects.push_back({std::move(file), {file_id, scope_of(pid)}, std::move(probes)});
+    size_t visited = 0;
+    auto visit_file = [&](std::optional<ProcessFile> file, const std::string &name) {
+        if (!file) {
+            if (is_resource_error(errno))
+                note_unattached(scope_of(pid), name, errno);
+            return 0;
         }
+        auto id = identify(*file);
+        if (!id)
+            return 0;
+        FileId file_id{id->first, id->second};
+        if (!seen.insert(file_id).second)
+            return 0;
+        ++visited;
+        int read_error;
+        auto probes = probes_of(file_id, file->path(), read_error);
+        if (!probes) {
+            note_unattached(scope_of(pid), name, read_error);
+            return 0;
+        }
+        return visit(MappedObject{std::move(*file), {file_id, scope_of(pid)}, std::move(probes)});
+    };
+    auto mappings = list_mapped_executables(pid);
+    for (const auto &mapping : mappings) {
+        errno = 0;
+        if (int err = visit_file(open_mapping(pid, mapping.start, mapping.end, mapping.name),
+                                 mapping.name))
+            return err;
     }
-    return objects;
+    if (mappings.empty())
+        return ESRCH;
+    for (const auto &path : pending_libraries_of(pid)) {
+        errno = 0;
+        if (int err = visit_file(open_in_root(pid, path), path))
+            return err;
+    }
+    return visited ? 0 : ESRCH;
+}
+
+void ProbeAttacher::note_unattached(pid_t scope, const std::string &name, int err)
+{
+    unattached_.insert({scope, name});
+    if (!unattached_error_)
+        unattached_error_ = err;
 }
 
 // posix_trace_event's arguments are read from the registers the stream's
@@ -170,44 +212,38 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
 
 int ProbeAttacher::refresh(pid_t pid)
 {
-    auto objects = objects_of(pid);
-    if (objects.empty())
-        return ESRCH;
     // The dynamic linker the executable names, as the process resolves it.
     std::optional<FileId> interpreter;
     if (auto file = open_in_root(pid, interpreter_of("/proc/" + std::to_string(pid) + "/exe")))
         if (auto id = identify(*file))
             interpreter = FileId{id->first, id->second};
     int first_error = 0;
-    for (const auto &object : objects) {
-        int err = attach_fixed_probes(object, interpreter);
+    int err = for_each_object(pid, [&](const MappedObject &object) {
+        int object_error = attach_fixed_probes(object, interpreter);
         for (const auto &spec : specs_) {
             bool matched = false;
             size_t attached = 0;
-            if (int spec_err = attach_spec(object, spec, matched, attached); spec_err && !err)
-                err = spec_err;
+            if (int spec_error = attach_spec(object, spec, matched, attached); !object_error)
+                object_error = spec_error;
         }
-        if (err) { // said to the user (unattached()), the other objects still get theirs
-            unattached_.insert(object.placement);
-            if (!unattached_error_)
-                unattached_error_ = err;
+        if (object_error) { // said to the user (unattached()); the other objects get theirs
+            note_unattached(object.placement.scope, object.file.name, object_error);
             if (!first_error)
-                first_error = err;
+                first_error = object_error;
         }
-    }
-    return first_error;
+        return 0;
+    });
+    return err ? err : first_error;
 }
 
 int ProbeAttacher::add_usdt_spec(pid_t pid, const std::string &spec, size_t &attached)
 {
     attached = 0;
-    auto objects = objects_of(pid);
-    if (objects.empty())
-        return ESRCH;
     bool matched = false;
-    for (const auto &object : objects)
-        if (int err = attach_spec(object, spec, matched, attached))
-            return err;
+    if (int err = for_each_object(pid, [&](const MappedObject &object) {
+            return attach_spec(object, spec, matched, attached);
+        }))
+        return err;
     if (!matched)
         return ENOENT;
     specs_.push_back(spec);

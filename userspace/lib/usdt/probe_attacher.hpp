@@ -3,6 +3,7 @@
 #include <trace.h>
 
 #include <compare>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,10 +76,15 @@ private:
         std::shared_ptr<const std::vector<UsdtProbe>> probes;
     };
 
-    std::vector<MappedObject> objects_of(pid_t pid);
+    // Calls `visit` with each object `pid` maps and each library it is about
+    // to load, until one returns an error (returned). ESRCH: none.
+    int for_each_object(pid_t pid, const std::function<int(const MappedObject &)> &visit);
+    void note_unattached(pid_t scope, const std::string &name, int err);
     const std::vector<std::string> &pending_libraries_of(pid_t pid);
-    std::shared_ptr<const std::vector<UsdtProbe>> probes_of(const FileId &file,
-                                                            const std::string &path);
+    // The object's probes, read once; nullptr with `resource_error` set when
+    // the tracer lacked descriptors or memory to read them.
+    std::shared_ptr<const std::vector<UsdtProbe>>
+    probes_of(const FileId &file, const std::string &path, int &resource_error);
     int attach_fixed_probes(const MappedObject &object, std::optional<FileId> interpreter);
     int attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
                     size_t &attached);
@@ -94,8 +100,8 @@ private:
     std::set<std::pair<Placement, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
     std::map<std::string, trace_event_id_t> usdt_ids_;
-    std::map<pid_t, std::vector<std::string>> pending_; // asked once per process
-    std::set<Placement> unattached_;
+    std::map<pid_t, std::vector<std::string>> pending_;  // asked once per process
+    std::set<std::pair<pid_t, std::string>> unattached_; // (scope, object name)
     int unattached_error_ = 0;
 };
 
