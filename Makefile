@@ -231,6 +231,10 @@ $(FUZZ_BUILD)/outputs_fuzzer: $(FUZZ_CLI_OBJS)
 $(FUZZ_BUILD)/%_fuzzer: $(FUZZ_BUILD)/obj/fuzz/%_fuzzer.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CXX) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS_LIB)
 
+# The objects come from a chain of pattern rules: keep them, or every
+# `make fuzz` (each run of scripts/fuzz.sh) would rebuild them all.
+.SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_CLI_OBJS) $(FUZZERS:%=$(FUZZ_BUILD)/obj/fuzz/%_fuzzer.o)
+
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
 
