@@ -186,11 +186,11 @@ bool StreamUserEvents::primary_names_itself()
 
 trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_id)
 {
-    if (numbering_of_pid_.empty() || local_id < POSIX_TRACE_USER_EVENT_FIRST)
-        return local_id; // one numbering, the stream's: the usual case, per event
+    if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= POSIX_TRACE_USDT_EVENT_FIRST)
+        return local_id; // the BPF side records user ids only
     auto found = numbering_of_pid_.find(pid);
     if (found == numbering_of_pid_.end())
-        return local_id;
+        return own_id(local_id); // the stream's numbering: the usual case, per event
     auto key = std::pair{found->second, local_id};
     if (auto known = translated_.find(key); known != translated_.end())
         return known->second;
@@ -202,19 +202,48 @@ trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_i
         id = *primary;
     } else if (auto foreign = foreign_ids_.find(*name); foreign != foreign_ids_.end()) {
         id = foreign->second;
-    } else {
-        trace_event_id_t count = trace_event_id_t(foreign_ids_.size());
-        bool from_top = primary_names_itself();
-        if (count >= (from_top ? POSIX_TRACE_USDT_EVENT_FIRST - kLocalIdEnd
-                               : POSIX_TRACE_USDT_EVENT_FIRST - POSIX_TRACE_USER_EVENT_FIRST))
-            return POSIX_TRACE_UNNAMED_USEREVENT; // no id left: unnamed, never another's
-        id = from_top ? POSIX_TRACE_USDT_EVENT_FIRST - 1 - count
-                      : POSIX_TRACE_USER_EVENT_FIRST + count;
+    } else if (auto free = free_foreign_id()) {
+        id = *free;
         foreign_ids_.emplace(*name, id);
         foreign_names_.emplace(id, *name);
+        foreign_taken_.set(id);
+    } else {
+        return POSIX_TRACE_UNNAMED_USEREVENT; // no id left: unnamed, never another's
     }
     translated_.emplace(key, id);
     return id;
+}
+
+// An id of the stream's own numbering stands for itself, whatever its
+// process says it is (a forged id included), unless a name of an exec'd
+// image has it: then it is unnamed, never that name.
+trace_event_id_t StreamUserEvents::own_id(trace_event_id_t id)
+{
+    if (foreign_taken_.test(id))
+        return POSIX_TRACE_UNNAMED_USEREVENT;
+    own_used_.set(id);
+    return id;
+}
+
+// An id for a name only exec'd images have: one the stream's own numbering
+// has not used, from the top of the user range while that numbering may
+// still grow (its registry gives ids from the bottom).
+std::optional<trace_event_id_t> StreamUserEvents::free_foreign_id()
+{
+    auto free = [this](trace_event_id_t id) {
+        return !own_used_.test(id) && !foreign_taken_.test(id);
+    };
+    if (primary_names_itself()) {
+        for (trace_event_id_t id = POSIX_TRACE_USDT_EVENT_FIRST; id-- > kLocalIdEnd;)
+            if (free(id))
+                return id;
+        return std::nullopt;
+    }
+    for (trace_event_id_t id = POSIX_TRACE_USER_EVENT_FIRST; id < POSIX_TRACE_USDT_EVENT_FIRST;
+         ++id)
+        if (free(id))
+            return id;
+    return std::nullopt;
 }
 
 std::optional<std::string> StreamUserEvents::name_of(trace_event_id_t id)

@@ -1,7 +1,9 @@
 #pragma once
+#include <posix_trace/events.h>
 #include <sys/types.h>
 #include <trace.h>
 
+#include <bitset>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,6 +63,8 @@ private:
     std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
     std::optional<trace_event_id_t> primary_id_of(const std::string &name);
     bool primary_names_itself();
+    trace_event_id_t own_id(trace_event_id_t id);
+    std::optional<trace_event_id_t> free_foreign_id();
 
     pid_t primary_;
     bool self_;
@@ -70,6 +74,9 @@ private:
     // Names only exec'd images registered, with the ids the stream gave them.
     std::map<std::string, trace_event_id_t> foreign_ids_;
     std::map<trace_event_id_t, std::string> foreign_names_;
+    // Ids the stream's own numbering has recorded, and ids given to names
+    // only exec'd images have: never the same.
+    std::bitset<POSIX_TRACE_USDT_EVENT_FIRST> own_used_, foreign_taken_;
 };
 
 } // namespace posixtrace
