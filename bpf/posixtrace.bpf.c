@@ -911,9 +911,16 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
         return 0;
     }
     /* A full table (PT_MAX_TRACED_PROCESSES alive at once) leaves the
-     * child untraced: its fork event says so. */
-    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY) != 0)
+     * child untraced: its fork event says so, and the count tells the
+     * stream's owner even when system events are filtered out. */
+    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY) != 0) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct pt_cpu_state *cpu_state = bpf_map_lookup_elem(&cpu_states, &cpu);
+
         inherited = 0;
+        if (cpu_state)
+            __sync_fetch_and_add(&cpu_state->untraced_children, 1);
+    }
     if (inherited)
         other_processes_traced = 1;
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))

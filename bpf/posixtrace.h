@@ -122,7 +122,10 @@ struct pt_cpu_state {
     __u32 last_next_tgid;
     __u32 switch_seen; /* last_next_* are valid */
     __u32 unused;
-    __u64 pad[2];
+    /* Children a traced process forked under POSIX_TRACE_INHERITED that are
+     * not traced: PT_MAX_TRACED_PROCESSES traced processes were alive. */
+    __u64 untraced_children;
+    __u64 pad[1];
 };
 
 /* Thread events, numbered as td_event_e in <posix_trace/thread_db.h>; the

@@ -178,6 +178,7 @@ struct LoggedEvents {
     std::map<std::string, std::vector<long>> values; // event name -> first int of its data
     std::map<std::string, std::set<long>> pids;      // event name -> the processes it came from
     std::map<long, long> parent_of;                  // process_fork: child -> parent
+    size_t forks_not_inherited = 0;                  // process_fork with inherited = 0
     long lost = 0;
 };
 
@@ -220,8 +221,10 @@ LoggedEvents read_log(const std::string &log)
         bool usdt = line.find("\"args\":") != std::string::npos;
         events.values[name].push_back(usdt ? number_of(line, "args") : data_int(line, 0));
         events.pids[name].insert(number_of(line, "pid"));
-        if (name == "process_fork") // data: parent, child
+        if (name == "process_fork") { // data: parent, child, inherited
             events.parent_of[data_int(line, 1)] = data_int(line, 0);
+            events.forks_not_inherited += data_int(line, 2) == 0;
+        }
     }
     std::smatch lost;
     static const std::regex lost_pattern(R"((\d+) lost)");
@@ -271,6 +274,87 @@ TEST_CASE("abuse: TRACE_USER_EVENT_MAX names and 100,000 forged naming notices",
         CHECK(values == std::vector<long>{index, 100000 + index});
     }
     CHECK(named == TRACE_USER_EVENT_MAX);
+}
+
+// An exec'd image numbers its names afresh. The stream gives the names only
+// it has the ids the first image left free, from the top of the user range;
+// past those, its names become the unnamed event, never another name's id.
+// The first image's forged id (32 + TRACE_USER_EVENT_MAX + 1) is not free:
+// its event keeps that id, nameless, instead of taking a later name.
+TEST_CASE("abuse: an exec'd image with more names than the stream has ids left", "[abuse]")
+{
+    constexpr long kFreeIds =
+        POSIX_TRACE_USDT_EVENT_FIRST - POSIX_TRACE_USER_EVENT_FIRST - TRACE_USER_EVENT_MAX - 1;
+    WatchedRecording recording("--inherit --events user", {"names", "n", "m"});
+    recording.require_clean_end(std::chrono::seconds(90), "names of two images");
+    INFO(recording.errors());
+    auto events = read_log(recording.log());
+    REQUIRE(events.lost == 0);
+    size_t first_image = 0, second_image = 0;
+    for (const auto &[name, values] : events.values) {
+        if (name.size() != TRACE_EVENT_NAME_MAX - 1 || (name[0] != 'n' && name[0] != 'm'))
+            continue;
+        long index = std::stol(name.substr(1, 4));
+        INFO(name);
+        CHECK(values == std::vector<long>{index, 100000 + index});
+        if (name[0] == 'm')
+            CHECK(index < kFreeIds); // its names, in the order it used them
+        ++(name[0] == 'n' ? first_image : second_image);
+    }
+    CHECK(first_image == TRACE_USER_EVENT_MAX);
+    CHECK(second_image == size_t(kFreeIds));
+    CHECK(events.values["user#" +
+                        std::to_string(POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX + 1)] ==
+          std::vector<long>{TRACE_USER_EVENT_MAX});
+    // Unnamed: the second image's names past the free ids (both their
+    // events), its forged id, and each image's "names.done".
+    std::vector<long> expected(3, TRACE_USER_EVENT_MAX);
+    for (long index = kFreeIds; index < TRACE_USER_EVENT_MAX; ++index) {
+        expected.push_back(index);
+        expected.push_back(100000 + index);
+    }
+    std::sort(expected.begin(), expected.end());
+    auto unnamed = events.values["posix_trace_unnamed_userevent"];
+    std::sort(unnamed.begin(), unnamed.end());
+    CHECK(unnamed == expected);
+}
+
+// The kernel side follows POSIX_TRACE_MAX_TRACED_PROCESSES processes alive
+// at once. A child forked past that is not traced, and the tracer says so
+// even with system events filtered out: its fork event, and a count.
+TEST_CASE("abuse: children past the table of traced processes are counted", "[abuse]")
+{
+    constexpr int kPast = 100;
+    const std::string children = std::to_string(POSIX_TRACE_MAX_TRACED_PROCESSES + kPast);
+    static const std::regex said(R"((\d+) child processes were not traced: each was forked while )"
+                                 R"(4096 traced processes were alive)");
+    SECTION("with system events")
+    {
+        WatchedRecording recording("--inherit --events user,system", {"hold", children});
+        recording.require_clean_end(std::chrono::seconds(120), "4,196 children alive at once");
+        std::string errors = recording.errors();
+        INFO(errors);
+        std::smatch untraced;
+        REQUIRE(std::regex_search(errors, untraced, said));
+        CHECK(std::stol(untraced[1]) == kPast);
+        auto events = read_log(recording.log());
+        REQUIRE(events.lost == 0);
+        CHECK(events.values["process_fork"].size() ==
+              size_t(POSIX_TRACE_MAX_TRACED_PROCESSES + kPast));
+        CHECK(events.forks_not_inherited == size_t(kPast));
+        CHECK(events.values["process_exit"].size() == size_t(POSIX_TRACE_MAX_TRACED_PROCESSES) + 1);
+        CHECK(events.values["hold.done"] == std::vector<long>{std::stol(children)});
+    }
+    SECTION("without them")
+    {
+        WatchedRecording recording("--inherit --events user", {"hold", children});
+        recording.require_clean_end(std::chrono::seconds(120), "4,196 children alive at once");
+        std::string errors = recording.errors();
+        INFO(errors);
+        std::smatch untraced;
+        REQUIRE(std::regex_search(errors, untraced, said));
+        CHECK(std::stol(untraced[1]) == kPast);
+    }
 }
 
 TEST_CASE("abuse: 10,000 threads alive at once", "[abuse]")

@@ -65,6 +65,23 @@ TEST_CASE("man: every page renders without a warning; every alias names a page",
     CHECK(pages >= 5); // posixtrace(1), posixtrace(7) and the section 3 pages
 }
 
+TEST_CASE("man: every function of the extension headers has its page", "[man]")
+{
+    static const std::regex declaration(R"((?:^|\n)(?:int|td_err_e) (\w+)\()");
+    size_t functions = 0;
+    for (const char *header : {"events.h", "thread_db.h", "usdt.h"}) {
+        std::string text =
+            file_text(std::string(POSIXTRACE_SOURCE_DIR) + "/include/posix_trace/" + header);
+        for (std::sregex_iterator it(text.begin(), text.end(), declaration), end; it != end; ++it) {
+            std::string function = (*it)[1];
+            INFO(header << ": " << function);
+            CHECK(std::filesystem::exists(kManDir + "/" + function + ".3"));
+            ++functions;
+        }
+    }
+    CHECK(functions >= 18);
+}
+
 TEST_CASE("man: posixtrace(1) documents every subcommand and option of --help", "[man][cli]")
 {
     std::string page = file_text(kManDir + "/posixtrace.1");

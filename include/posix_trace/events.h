@@ -135,6 +135,15 @@ struct posix_trace_program_runs {
 int posix_trace_get_skipped_runs(trace_id_t trid, struct posix_trace_program_runs *programs,
                                  size_t capacity, size_t *count);
 
+/* A stream created with POSIX_TRACE_INHERITED follows at most
+ * POSIX_TRACE_MAX_TRACED_PROCESSES live processes besides the one it was
+ * created for. A child forked while that many are alive is not traced: its
+ * process_fork event says inherited = 0, and *children counts it, since the
+ * stream was created, even when system events are filtered out. Returns 0;
+ * EINVAL for a bad trid (or a log's) or a NULL `children`. */
+#define POSIX_TRACE_MAX_TRACED_PROCESSES 4096
+int posix_trace_get_untraced_children(trace_id_t trid, uint64_t *children);
+
 #ifdef __cplusplus
 }
 #endif

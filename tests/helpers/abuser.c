@@ -2,15 +2,20 @@
  * "bounded under abuse"). Every mode ends by itself; what it did is in its
  * own events, so a test reads the trace to check nothing went missing.
  *
- *   abuser names
- *       Registers names until posix_trace_eventid_open stops giving new ids
+ *   abuser names [PREFIX [NEXT]]
+ *       Registers names (PREFIX, default 'n', then digits) until
+ *       posix_trace_eventid_open stops giving new ids
  *       (TRACE_USER_EVENT_MAX), emits one event of each (data: its index),
  *       then fires its own posix_trace:eventid_open probe 100,000 times
  *       with forged ids outside its range and unterminated 4 KiB names, and
  *       emits one event of each name again (data: 100000 + index) and one
  *       of id 32 + TRACE_USER_EVENT_MAX + 1, which only a forged notice
  *       named. Ends with "names.done" (data: the number of names
- *       registered; unnamed, as the registry is full).
+ *       registered; unnamed, as the registry is full). With NEXT, it then
+ *       forks a child that execs "abuser names NEXT" and waits for it.
+ *   abuser hold N
+ *       Forks N children that stay alive until the last is forked, then
+ *       lets them all exit. Ends with "hold.done" (data: N).
  *   abuser threads N
  *       N threads alive at once (small stacks); each emits "thread.hello"
  *       (data: its index) and waits until all have, then all end.
@@ -59,13 +64,13 @@ static double now_seconds(void)
     return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 }
 
-static int many_names(void)
+static int many_names(const char *self, char prefix, const char *next)
 {
     static trace_event_id_t ids[TRACE_USER_EVENT_MAX + 1];
     int count = 0;
     for (; count <= TRACE_USER_EVENT_MAX; ++count) {
         char name[TRACE_EVENT_NAME_MAX];
-        snprintf(name, sizeof name, "n%04d.%0*d", count, TRACE_EVENT_NAME_MAX - 7, count);
+        snprintf(name, sizeof name, "%c%04d.%0*d", prefix, count, TRACE_EVENT_NAME_MAX - 7, count);
         ids[count] = named(name);
         if (ids[count] == POSIX_TRACE_UNNAMED_USEREVENT)
             break;
@@ -86,7 +91,15 @@ static int many_names(void)
     /* An event of an id only a forged notice named. */
     emit_int(POSIX_TRACE_USER_EVENT_FIRST + TRACE_USER_EVENT_MAX + 1, count);
     emit_int(named("names.done"), count);
-    return 0;
+    if (!next)
+        return 0;
+    pid_t child = fork();
+    if (child == 0) {
+        execl(self, self, "names", next, (char *)NULL);
+        _exit(3);
+    }
+    int status;
+    return child > 0 && waitpid(child, &status, 0) == child && status == 0 ? 0 : 2;
 }
 
 struct crowd {
@@ -179,6 +192,30 @@ static int fork_storm(const char *self, double seconds)
     return 0;
 }
 
+static int hold_children(int total)
+{
+    int gate[2];
+    if (pipe(gate) != 0)
+        return 2;
+    for (int i = 0; i < total; ++i) {
+        pid_t child = fork();
+        if (child < 0)
+            return 2;
+        if (child == 0) { /* until the parent closes the gate */
+            char byte;
+            close(gate[1]);
+            while (read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+            }
+            _exit(0);
+        }
+    }
+    close(gate[1]);
+    while (wait(NULL) > 0) {
+    }
+    emit_int(named("hold.done"), total);
+    return 0;
+}
+
 static int many_libraries(const char *directory, int total, double seconds)
 {
     void (**fire)(int) = calloc((size_t)total, sizeof *fire);
@@ -209,8 +246,10 @@ static int many_libraries(const char *directory, int total, double seconds)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "names") == 0)
-        return many_names();
+    if (argc >= 2 && argc <= 4 && strcmp(argv[1], "names") == 0)
+        return many_names(argv[0], argc > 2 ? argv[2][0] : 'n', argc > 3 ? argv[3] : NULL);
+    if (argc == 3 && strcmp(argv[1], "hold") == 0)
+        return hold_children(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
         return many_threads(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "forks") == 0)
@@ -219,7 +258,7 @@ int main(int argc, char **argv)
         return child_hello(atoi(argv[2]));
     if (argc == 5 && strcmp(argv[1], "dlopen") == 0)
         return many_libraries(argv[2], atoi(argv[3]), atof(argv[4]));
-    fprintf(stderr, "usage: abuser names | threads N | forks SECONDS | "
-                    "dlopen DIRECTORY N SECONDS\n");
+    fprintf(stderr, "usage: abuser names [PREFIX [NEXT]] | threads N | forks SECONDS | "
+                    "hold N | dlopen DIRECTORY N SECONDS\n");
     return 2;
 }

@@ -22,15 +22,21 @@ std::string describe_losses(uint64_t lost, trace_id_t trid)
     return causes.empty() ? text : text + " (" + causes + ")";
 }
 
-std::string describe_unattached(trace_id_t trid)
+std::vector<std::string> describe_left_out(trace_id_t trid)
 {
+    std::vector<std::string> sentences;
     size_t objects = 0;
     int first_error = 0;
-    if (posix_trace_usdt_unattached(trid, &objects, &first_error) != 0 || objects == 0)
-        return {};
-    return "the probes of " + std::to_string(objects) +
-           " objects loaded while recording could not all be attached (" +
-           std::strerror(first_error) + "): their events were not recorded";
+    if (posix_trace_usdt_unattached(trid, &objects, &first_error) == 0 && objects)
+        sentences.push_back("the probes of " + std::to_string(objects) +
+                            " objects loaded while recording could not all be attached (" +
+                            std::strerror(first_error) + "): their events were not recorded");
+    uint64_t children = 0;
+    if (posix_trace_get_untraced_children(trid, &children) == 0 && children)
+        sentences.push_back(
+            std::to_string(children) + " child processes were not traced: each was forked while " +
+            std::to_string(POSIX_TRACE_MAX_TRACED_PROCESSES) + " traced processes were alive");
+    return sentences;
 }
 
 } // namespace posixtrace::cli

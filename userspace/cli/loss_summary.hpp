@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace posixtrace::cli {
 
@@ -12,8 +13,9 @@ namespace posixtrace::cli {
 // those: "N lost (K switches not reported by the kernel)".
 std::string describe_losses(uint64_t lost, trace_id_t trid);
 
-// Empty, or a sentence saying that objects loaded while recording (exec,
-// dlopen) did not get all their probes, and why.
-std::string describe_unattached(trace_id_t trid);
+// What the stream could not follow, a sentence each (none: empty): objects
+// loaded while recording (exec, dlopen) that did not get all their probes,
+// and why; children forked past the table of traced processes.
+std::vector<std::string> describe_left_out(trace_id_t trid);
 
 } // namespace posixtrace::cli

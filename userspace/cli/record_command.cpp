@@ -252,7 +252,7 @@ int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
     posix_trace_counters counters{};
     posix_trace_get_counters(trid, &counters);
     std::string lost = describe_losses(counters.lost_in_kernel + counters.lost_in_stream, trid);
-    std::string unattached = describe_unattached(trid);
+    std::vector<std::string> left_out = describe_left_out(trid);
     int err = posix_trace_shutdown(trid); // flushes the rest, writes the trailer
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -260,8 +260,8 @@ int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
         fail("the trace log " + options.output + " is incomplete: " + std::strerror(err));
     std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s, trace log %s\n",
                  (unsigned long)counters.recorded, lost.c_str(), seconds, options.output.c_str());
-    if (!unattached.empty())
-        std::fprintf(stderr, "posixtrace: %s\n", unattached.c_str());
+    for (const auto &sentence : left_out)
+        std::fprintf(stderr, "posixtrace: %s\n", sentence.c_str());
     if (!ended)
         target.collect_status(exit_status);
     return exit_status;
@@ -318,15 +318,15 @@ int run(const RecordOptions &options)
     while (print_next(trid, options.json, with_string, names, totals)) {
     }
     std::string lost = describe_losses(totals.lost, trid);
-    std::string unattached = describe_unattached(trid);
+    std::vector<std::string> left_out = describe_left_out(trid);
     posix_trace_shutdown(trid);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::fflush(stdout);
     std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s\n", (unsigned long)totals.events,
                  lost.c_str(), seconds);
-    if (!unattached.empty())
-        std::fprintf(stderr, "posixtrace: %s\n", unattached.c_str());
+    for (const auto &sentence : left_out)
+        std::fprintf(stderr, "posixtrace: %s\n", sentence.c_str());
     if (!ended) // stopped by Ctrl-C or --duration: the command goes on
         target.collect_status(exit_status);
     return exit_status;

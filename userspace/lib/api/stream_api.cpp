@@ -147,6 +147,15 @@ POSIXTRACE_EXPORT int posix_trace_get_loss_counters(trace_id_t trid,
     return 0;
 }
 
+POSIXTRACE_EXPORT int posix_trace_get_untraced_children(trace_id_t trid, uint64_t *children)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !children)
+        return EINVAL;
+    *children = stream->untraced_children();
+    return 0;
+}
+
 POSIXTRACE_EXPORT int posix_trace_get_skipped_runs(trace_id_t trid,
                                                    posix_trace_program_runs *programs,
                                                    size_t capacity, size_t *count)

@@ -463,6 +463,14 @@ uint64_t KernelProgram::refused_while_full() const
     return total;
 }
 
+uint64_t KernelProgram::untraced_children() const
+{
+    uint64_t total = 0;
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
+        total += __atomic_load_n(&cpu_states_[cpu].untraced_children, __ATOMIC_ACQUIRE);
+    return total;
+}
+
 namespace {
 // Calls `each(program, misses)` for every loaded program.
 template <class Each> void for_each_loaded_program(bpf_object *object, Each each)

@@ -117,6 +117,9 @@ public:
     // Sum over CPUs of the events refused while the stream was full
     // (PT_STREAM_FULL).
     uint64_t refused_while_full() const;
+    // Sum over CPUs of the children left untraced because the table of
+    // traced processes was full.
+    uint64_t untraced_children() const;
 
     // Program runs the kernel skipped (bpf_prog_info.recursion_misses: the
     // program was already running on that CPU), per attached program.

@@ -623,6 +623,12 @@ std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const
     return kernel_ ? kernel_->recursion_misses() : std::vector<KernelProgram::ProgramMisses>{};
 }
 
+uint64_t Stream::untraced_children() const
+{
+    std::lock_guard lock(mutex_);
+    return kernel_ ? kernel_->untraced_children() : 0;
+}
+
 // ---- recording: drain thread ---------------------------------------------
 
 void Stream::drain_loop(std::stop_token stop)
@@ -1253,6 +1259,7 @@ ProbeAttacher::Unattached Stream::unattached_probes()
 
 static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
 static_assert(PT_USDT_MAX_SITES == POSIX_TRACE_USDT_MAX_SITES);
+static_assert(PT_MAX_TRACED_PROCESSES == POSIX_TRACE_MAX_TRACED_PROCESSES);
 
 int Stream::decode_usdt_string(const std::string &probe, unsigned index)
 {

@@ -68,6 +68,9 @@ public:
     posix_trace_counters counters() const;
     posix_trace_loss_counters loss_counters() const;
     std::vector<KernelProgram::ProgramMisses> skipped_runs() const;
+    // Children forked under POSIX_TRACE_INHERITED that the stream could not
+    // follow (PT_MAX_TRACED_PROCESSES traced processes were alive).
+    uint64_t untraced_children() const;
 
     // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
     // EINTR (a signal handler ran while waiting).
