@@ -15,6 +15,7 @@
 using namespace cli_support;
 using posixtrace::cli::c_escaped;
 using posixtrace::cli::json_string;
+using posixtrace::cli::terminal_column;
 using posixtrace::cli::terminal_text;
 
 namespace {
@@ -76,6 +77,21 @@ TEST_CASE("safe text: a terminal gets escapes for what would act on it", "[secur
     CHECK(terminal_text("over\xc0\xaf") == "over\\xc0\\xaf");        // overlong '/'
     CHECK(terminal_text("sur\xed\xa0\x80") == "sur\\xed\\xa0\\x80"); // surrogate
     CHECK(c_escaped("say \"hi\"", '"') == "say \\\"hi\\\"");         // TSDL, C literals
+}
+
+TEST_CASE("safe text: a terminal column is cut between escapes, never inside one", "[security]")
+{
+    CHECK(terminal_column("short", 8) == "short   ");
+    CHECK(terminal_column("exactly.", 8) == "exactly.");
+    CHECK(terminal_column("longer than 8", 8) == "longer t");
+    CHECK(terminal_column("abcdef\x1b[0m", 8) == "abcdef  ");              // \x1b needs 4 columns
+    CHECK(terminal_column("abcd\x1b[0m", 8) == "abcd\\x1b");               // it fits whole
+    CHECK(terminal_column("abcdefg\n", 8) == "abcdefg ");                  // \n needs 2
+    CHECK(terminal_column("caf\xc3\xa9 au lait", 8) == "caf\xc3\xa9 au "); // one column each
+    CHECK(terminal_column("abcdefg\xe6\x97\xa5", 8) == "abcdefg\xe6\x97\xa5");
+    CHECK(terminal_column("abcdefgh\xe6\x97\xa5", 8) == "abcdefgh");
+    CHECK(terminal_column("abcde\xe2\x80\xae", 8) == "abcde   "); // an override: 12 columns escaped
+    CHECK(terminal_column("", 3) == "   ");
 }
 
 TEST_CASE("safe text: JSON strings escape controls and reordering characters", "[security]")

@@ -1,5 +1,6 @@
 #include "safe_text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -123,6 +124,24 @@ std::string c_escaped(std::string_view text, char quote)
                 i += length - 1;
         }
     }
+    return out;
+}
+
+std::string terminal_column(std::string_view text, size_t width)
+{
+    std::string out;
+    size_t columns = 0;
+    for (size_t i = 0; i < text.size();) {
+        size_t length = std::max<size_t>(1, utf8_sequence_length(text, i));
+        std::string piece = c_escaped(text.substr(i, length));
+        size_t piece_columns = length == 1 || piece[0] == '\\' ? piece.size() : 1;
+        if (columns + piece_columns > width)
+            break;
+        out += piece;
+        columns += piece_columns;
+        i += length;
+    }
+    out.append(width - columns, ' ');
     return out;
 }
 

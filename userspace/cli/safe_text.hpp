@@ -33,4 +33,10 @@ inline std::string terminal_text(std::string_view text)
     return c_escaped(text);
 }
 
+// terminal_text(text) in a column `width` characters wide: cut between
+// characters and escapes, never inside one (a cut escape would read back
+// as other bytes, a cut UTF-8 sequence as an invalid one), then padded
+// with spaces. A UTF-8 character counts as one column.
+std::string terminal_column(std::string_view text, size_t width);
+
 } // namespace posixtrace::cli

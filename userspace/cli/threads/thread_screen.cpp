@@ -34,11 +34,12 @@ std::string row_line(const ThreadRow &thread, uint64_t now_ns)
     double run_seconds = double(thread.run_time(now_ns)) / 1e9;
     std::string run = run_seconds < 1e5 ? printf_string("%.3f", run_seconds)
                                         : fit_count(uint64_t(run_seconds), 9);
-    return printf_string(
-        "%7d %-15.15s %c %3s %9s %8s %8s %6s %6s %-6.6s", thread.tid, terminal_text(thread.name).c_str(),
-        thread.state, cpu.c_str(), run.c_str(), fit_count(thread.voluntary, 8).c_str(),
-        fit_count(thread.involuntary, 8).c_str(), fit_count(thread.signals, 6).c_str(),
-        fit_count(thread.lock_waits, 6).c_str(), mark_of(thread).c_str());
+    return printf_string("%7d %s %c %3s %9s %8s %8s %6s %6s %-6.6s", thread.tid,
+                         terminal_column(thread.name, 15).c_str(), thread.state, cpu.c_str(),
+                         run.c_str(), fit_count(thread.voluntary, 8).c_str(),
+                         fit_count(thread.involuntary, 8).c_str(),
+                         fit_count(thread.signals, 6).c_str(),
+                         fit_count(thread.lock_waits, 6).c_str(), mark_of(thread).c_str());
 }
 
 std::vector<const ThreadRow *> rows_in_order(const ThreadTable &table, uint64_t now_ns,
