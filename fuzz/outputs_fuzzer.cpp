@@ -3,7 +3,8 @@
 // each output parses back (docs/security.md, "Every output stays well-formed
 // and harmless"):
 // - text (terminal_text, format_text): one line, no byte a terminal acts on,
-//   and the escapes read back to the very bytes;
+//   and the escapes read back to the very bytes; the threads screen's
+//   column (terminal_column) cut between escapes, 15 characters wide;
 // - TSDL literals (c_escaped with a quote): read back to the bytes, no bare
 //   quote;
 // - JSON (json_string, format_json, the Chrome export): parsed by nlohmann's
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -193,6 +195,19 @@ void check_escapes(const Hostile &h)
         for (size_t at = literal.find('"'); at != std::string::npos; at = literal.find('"', at + 1))
             FUZZ_CHECK(at > 0 && literal[at - 1] == '\\');
         FUZZ_CHECK(unescape(literal, back) && back == *text);
+        // A column of the threads screen: the escaped text cut between
+        // escapes and characters, padded, 15 characters wide.
+        std::string column = terminal_column(*text, 15);
+        FUZZ_CHECK(shows_harmlessly(column));
+        FUZZ_CHECK(std::count_if(column.begin(), column.end(), [](char c) {
+                       return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+                   }) == 15);
+        size_t kept =
+            size_t(std::mismatch(column.begin(), column.end(), shown.begin(), shown.end()).first -
+                   column.begin());
+        FUZZ_CHECK(column.find_first_not_of(' ', kept) == std::string::npos);
+        FUZZ_CHECK(unescape(column.substr(0, kept), back) &&
+                   text->compare(0, back.size(), back) == 0);
         std::string json = json_string(*text);
         FUZZ_CHECK(shows_harmlessly(json));
         auto value = nlohmann::json::parse(json, nullptr, false);
