@@ -443,6 +443,38 @@ TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")
     fs::remove_all(directory);
 }
 
+// A library without probes is read, unloaded and deleted; a library with a
+// probe, created under the same name, gets the freed inode (ext4 reuses it
+// at once). The tracer must not take it for the first: its probe is
+// attached and its events come.
+TEST_CASE("abuse: a new library that gets the inode of a deleted one", "[abuse]")
+{
+    namespace fs = std::filesystem;
+    fs::path directory = temp_path("abuse-reuse");
+    fs::remove_all(directory);
+    fs::create_directory(directory);
+    fs::copy_file(helper_path("libplainlib.so"), directory / "lib.so");
+    fs::copy_file(helper_path("libabuselib.so"), directory / "probed.so");
+    {
+        WatchedRecording recording("--events user,usdt", {"reuse", directory.string()});
+        recording.require_clean_end(std::chrono::seconds(60), "inode reuse");
+        INFO(recording.errors());
+        auto events = read_log(recording.log());
+        REQUIRE(events.lost == 0);
+        // The file system did give the new file the old inode (else this
+        // test checks nothing).
+        REQUIRE(events.values["reuse.same_inode"] == std::vector<long>{1});
+        REQUIRE(events.values["reuse.done"] == std::vector<long>{10});
+        auto fired = events.values["abuselib:fire"];
+        INFO(fired.size() << " of 10 rounds recorded");
+        // The probe is attached within the first rounds, and stays.
+        REQUIRE(!fired.empty());
+        CHECK(fired.back() == 9);
+        CHECK(fired.front() <= 3);
+    }
+    fs::remove_all(directory);
+}
+
 // Each probe site holds two descriptors. Short of them, the tracer stops
 // attaching while it can still read the process, and says how many objects
 // it left out: every library is attached or counted, none silently missing.

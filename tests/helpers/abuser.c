@@ -24,6 +24,13 @@
  *       program ("abuser child K"), the others stay this image; each child
  *       emits "child.hello" (data: K) and exits. Ends with "forks.done"
  *       (data: the number of children).
+ *   abuser reuse DIRECTORY
+ *       Loads DIRECTORY/lib.so (a library without probes), waits for the
+ *       tracer to have read it, unloads it and deletes it, copies
+ *       DIRECTORY/probed.so (one with a probe) to the same name, which
+ *       ext4 gives the freed inode, emits "reuse.same_inode" (data: 1 if
+ *       it did), loads the new file and fires its probe once every 100 ms
+ *       for a second (argument: the round), then "reuse.done".
  *   abuser dlopen DIRECTORY N SECONDS
  *       Loads DIRECTORY/libabuse-0.so .. -(N-1).so (distinct files), then
  *       for SECONDS fires the abuselib:fire probe of every library once a
@@ -32,12 +39,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sdt.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +225,48 @@ static int hold_children(int total)
     return 0;
 }
 
+static int copy_file(const char *from, const char *to)
+{
+    char buffer[65536];
+    ssize_t got;
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0755);
+    if (in < 0 || out < 0)
+        return -1;
+    while ((got = read(in, buffer, sizeof buffer)) > 0)
+        if (write(out, buffer, (size_t)got) != got)
+            return -1;
+    close(in);
+    return close(out);
+}
+
+static int inode_reuse(const char *directory)
+{
+    char path[PATH_MAX], probed[PATH_MAX];
+    struct stat before, after;
+    snprintf(path, sizeof path, "%s/lib.so", directory);
+    snprintf(probed, sizeof probed, "%s/probed.so", directory);
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library || stat(path, &before) != 0)
+        return 2;
+    usleep(500000); /* the tracer reads it: no probes */
+    dlclose(library);
+    if (unlink(path) != 0 || copy_file(probed, path) != 0 || stat(path, &after) != 0)
+        return 2;
+    emit_int(named("reuse.same_inode"),
+             before.st_dev == after.st_dev && before.st_ino == after.st_ino);
+    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void (*fire)(int) = library ? (void (*)(int))dlsym(library, "abuselib_fire") : NULL;
+    if (!fire)
+        return 2;
+    int round = 0;
+    for (; round < 10; ++round) {
+        usleep(100000);
+        fire(round);
+    }
+    emit_int(named("reuse.done"), round);
+    return 0;
+}
+
 static int many_libraries(const char *directory, int total, double seconds)
 {
     void (**fire)(int) = calloc((size_t)total, sizeof *fire);
@@ -256,9 +307,11 @@ int main(int argc, char **argv)
         return fork_storm(argv[0], atof(argv[2]));
     if (argc == 3 && strcmp(argv[1], "child") == 0)
         return child_hello(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "reuse") == 0)
+        return inode_reuse(argv[2]);
     if (argc == 5 && strcmp(argv[1], "dlopen") == 0)
         return many_libraries(argv[2], atoi(argv[3]), atof(argv[4]));
     fprintf(stderr, "usage: abuser names [PREFIX [NEXT]] | threads N | forks SECONDS | "
-                    "hold N | dlopen DIRECTORY N SECONDS\n");
+                    "hold N | reuse DIRECTORY | dlopen DIRECTORY N SECONDS\n");
     return 2;
 }

@@ -1,7 +1,9 @@
 #include "usdt/probe_attacher.hpp"
 
 #include <posix_trace/events.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,12 +16,19 @@
 namespace posixtrace {
 namespace {
 
-std::optional<std::pair<dev_t, ino_t>> identify(const ProcessFile &file)
+// Device and inode name a file while it exists; an inode freed and given
+// to a new file (ext4 does so at once) is told apart by its birth time,
+// where the file system keeps one.
+std::optional<ProbeAttacher::FileId> identify(const ProcessFile &file)
 {
-    struct stat st;
-    if (fstat(file.fd.get(), &st) != 0)
+    struct statx st;
+    if (statx(file.fd.get(), "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &st) != 0)
         return std::nullopt;
-    return std::pair{st.st_dev, st.st_ino};
+    uint64_t birth_ns = st.stx_mask & STATX_BTIME
+                            ? uint64_t(st.stx_btime.tv_sec) * 1'000'000'000 + st.stx_btime.tv_nsec
+                            : 0;
+    return ProbeAttacher::FileId{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino,
+                                 birth_ns};
 }
 
 // The tracer, not the object, ran out of something.
@@ -100,7 +109,7 @@ int ProbeAttacher::for_each_object(pid_t pid, const std::function<int(const Mapp
         auto id = identify(*file);
         if (!id)
             return 0;
-        FileId file_id{id->first, id->second};
+        FileId file_id = *id;
         if (!seen.insert(file_id).second)
             return 0;
         ++visited;
@@ -215,8 +224,7 @@ int ProbeAttacher::refresh(pid_t pid)
     // The dynamic linker the executable names, as the process resolves it.
     std::optional<FileId> interpreter;
     if (auto file = open_in_root(pid, interpreter_of("/proc/" + std::to_string(pid) + "/exe")))
-        if (auto id = identify(*file))
-            interpreter = FileId{id->first, id->second};
+        interpreter = identify(*file);
     int first_error = 0;
     int err = for_each_object(pid, [&](const MappedObject &object) {
         int object_error = attach_fixed_probes(object, interpreter);

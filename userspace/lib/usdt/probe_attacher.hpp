@@ -59,12 +59,16 @@ public:
     };
     Unattached unattached() const { return {unattached_.size(), unattached_error_}; }
 
-private:
+    // An object: its device, inode and the inode's birth time (0 where the
+    // file system keeps none).
     struct FileId {
         dev_t device;
         ino_t inode;
+        uint64_t birth_ns;
         auto operator<=>(const FileId &) const = default;
     };
+
+private:
     struct Placement { // an object, in one process or in all
         FileId file;
         pid_t scope;
