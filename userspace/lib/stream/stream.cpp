@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "events/event_set.hpp"
+#include "stream/ring_reader.hpp"
 #include "stream/stream_internal.hpp"
 #include "util/process_id.hpp"
 
@@ -77,7 +78,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!buffer_->valid())
         return ENOMEM;
     for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
-        merger_.add_ring(RingReader(kernel_->ring_fd(cpu), kernel_->ring_bytes()),
+        merger_.add_ring(std::make_unique<RingReader>(kernel_->ring_fd(cpu), kernel_->ring_bytes()),
                          rings_created_after_ns);
         if (!merger_.ready())
             return ENOMEM;
