@@ -98,8 +98,11 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
                  $(BUILD)/obj/userspace/cli/report/report_page.o \
                  $(BUILD)/obj/userspace/cli/report/report_assets.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
-# And the library's way of opening a traced process's files (hidden in it).
-TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o
+# And the library's way of opening a traced process's files, its merge of
+# rings and its own rings (hidden in it).
+TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
+                 $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
+                 $(BUILD)/obj/userspace/lib/stream/local_ring.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread

@@ -11,13 +11,13 @@ constexpr size_t kMaxObservations = 64;
 
 } // namespace
 
-void RingMerger::add_ring(RingReader ring, uint64_t now_ns)
+void RingMerger::add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns)
 {
     windows_.emplace_back(std::move(ring));
     Window &window = windows_.back();
-    if (!window.reader.mapped())
+    if (!window.reader->mapped())
         return;
-    window.scanned = window.reader.released();
+    window.scanned = window.reader->released();
     window.observations.push_back({window.scanned, now_ns});
 }
 
@@ -27,10 +27,10 @@ template <class Visit>
 void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit)
 {
     while (window.scanned < producer) {
-        RingReader::Record next = window.reader.at(window.scanned);
-        if (next.slot == RingReader::Slot::Busy)
+        RecordRing::Record next = window.reader->at(window.scanned);
+        if (next.slot == RecordRing::Slot::Busy)
             break;
-        if (next.slot == RingReader::Slot::Committed)
+        if (next.slot == RecordRing::Slot::Committed)
             visit(next.record);
         window.scanned += next.size;
     }
@@ -38,7 +38,7 @@ void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit)
 
 uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
 {
-    uint64_t producer = window.reader.producer();
+    uint64_t producer = window.reader->producer();
     window.observations.push_back({producer, now_ns});
     read_committed(window, producer, [&](const pt_record *record) {
         insert_sorted(window, {record->timestamp_ns, window.scanned, record});
@@ -134,7 +134,7 @@ void RingMerger::deliver_record(Window &window, const Sinks &sinks)
     sinks.record(*next.record);
 }
 
-// The kernel gets back the space before the oldest record still pending
+// The producer gets back the space before the oldest record still pending
 // (records are delivered in time order, not always in ring order).
 void RingMerger::release(Window &window)
 {
@@ -144,14 +144,14 @@ void RingMerger::release(Window &window)
     uint64_t oldest = window.scanned;
     for (const Pending &record : pending)
         oldest = std::min(oldest, record.position);
-    window.reader.release(oldest);
+    window.reader->release(oldest);
 }
 
 bool RingMerger::holding() const
 {
     for (const Window &window : windows_)
         if (!window.empty() ||
-            (window.reader.mapped() && window.scanned < window.reader.producer()))
+            (window.reader->mapped() && window.scanned < window.reader->producer()))
             return true;
     return false;
 }
@@ -164,7 +164,7 @@ void RingMerger::discard_all(const RecordSink &sink)
         window.pending.clear();
         window.head = 0;
         // A record still being written is read (and judged) by a later pass.
-        read_committed(window, window.reader.producer(),
+        read_committed(window, window.reader->producer(),
                        [&](const pt_record *record) { sink(*record); });
         release(window);
     }

@@ -2,10 +2,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "posixtrace.h"
-#include "stream/ring_reader.hpp"
+#include "stream/record_ring.hpp"
 
 namespace posixtrace {
 
@@ -16,9 +17,9 @@ struct SystemEvent {
     pt_record header; // timestamp in CLOCK_MONOTONIC
 };
 
-// Merges the per-CPU rings and the queue of system events into one sequence
-// in timestamp order. The argument is in docs/architecture.md ("Ordering");
-// in short:
+// Merges the rings (RecordRing: the kernel's per-CPU rings) and the queue of
+// system events into one sequence in timestamp order. The argument is in docs/architecture.md
+// ("Ordering"); in short:
 // - A ring is not in timestamp order: a program that interrupts another
 //   between its reservation and its stamp (or, on preemptible kernels,
 //   preempts it) stamps first but sits second. So each pass reads every
@@ -54,8 +55,8 @@ public:
     static constexpr uint64_t kClockMarginNs = 20'000;
 
     // `now_ns`: CLOCK_MONOTONIC, read before the ring is first looked at.
-    void add_ring(RingReader ring, uint64_t now_ns);
-    bool ready() const { return !windows_.empty() && windows_.back().reader.mapped(); }
+    void add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns);
+    bool ready() const { return !windows_.empty() && windows_.back().reader->mapped(); }
 
     // One pass. `now_ns` is CLOCK_MONOTONIC read just before: the pass reads
     // every ring, then delivers in timestamp order (system events first on a
@@ -82,8 +83,8 @@ private:
     };
     // A ring and the records read from it but not delivered.
     struct Window {
-        explicit Window(RingReader ring) : reader(std::move(ring)) {}
-        RingReader reader;
+        explicit Window(std::unique_ptr<RecordRing> ring) : reader(std::move(ring)) {}
+        std::unique_ptr<RecordRing> reader;
         uint64_t scanned = 0;                 // position of the first record not read
         std::vector<Pending> pending;         // sorted by timestamp from `head` on
         size_t head = 0;                      // pending[0, head) are delivered

@@ -4,8 +4,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <utility>
-
 namespace posixtrace {
 
 RingReader::RingReader(int ring_fd, size_t ring_bytes)
@@ -26,14 +24,6 @@ RingReader::RingReader(int ring_fd, size_t ring_bytes)
     producer_pos_ = static_cast<const uint64_t *>(producer);
     data_ = static_cast<const uint8_t *>(producer) + page_size_;
     released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
-}
-
-RingReader::RingReader(RingReader &&other) noexcept
-    : ring_bytes_(other.ring_bytes_), page_size_(other.page_size_),
-      consumer_pos_(std::exchange(other.consumer_pos_, nullptr)),
-      producer_pos_(std::exchange(other.producer_pos_, nullptr)),
-      data_(std::exchange(other.data_, nullptr)), released_(other.released_)
-{
 }
 
 RingReader::~RingReader()

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "posixtrace.h"
+#include "stream/record_ring.hpp"
 
 namespace posixtrace {
 
@@ -10,34 +11,18 @@ namespace posixtrace {
 // looked at by position (as the kernel's producer and consumer counters
 // count bytes), so they can be merged across CPUs before they are copied,
 // and the kernel gets their space back only when release() says so.
-class RingReader {
+class RingReader final : public RecordRing {
 public:
     RingReader(int ring_fd, size_t ring_bytes);
-    ~RingReader();
-    RingReader(RingReader &&other) noexcept;
+    ~RingReader() override;
     RingReader(const RingReader &) = delete;
     RingReader &operator=(const RingReader &) = delete;
-    RingReader &operator=(RingReader &&) = delete;
 
-    bool mapped() const { return data_ != nullptr; }
-
-    // How far the kernel has reserved (acquire: the headers below it are
-    // readable).
-    uint64_t producer() const;
-    // The consumer position this reader has published.
-    uint64_t released() const { return released_; }
-
-    enum class Slot { Committed, Discarded, Busy };
-    struct Record {
-        Slot slot;
-        const pt_record *record; // when Committed
-        uint64_t size;           // bytes to the next record (when not Busy)
-    };
-    // What is at `position`, which must be below producer().
-    Record at(uint64_t position) const;
-
-    // Gives the kernel back the space before `position`.
-    void release(uint64_t position);
+    bool mapped() const override { return data_ != nullptr; }
+    uint64_t producer() const override;
+    uint64_t released() const override { return released_; }
+    Record at(uint64_t position) const override;
+    void release(uint64_t position) override;
 
 private:
     size_t ring_bytes_;

@@ -1,0 +1,185 @@
+// LocalRing: a ring in the process's memory, in the BPF ring buffer's layout,
+// that the merge reads like the kernel's (the ground of the user-event fast
+// path, docs/architecture.md). Written and read here by real threads.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stream/local_ring.hpp"
+#include "stream/ring_merger.hpp"
+
+using posixtrace::LocalRing;
+using posixtrace::RecordRing;
+using posixtrace::RingMerger;
+using posixtrace::SystemEvent;
+
+namespace {
+
+uint64_t monotonic_ns()
+{
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
+}
+
+// Writes a record whose data is `data_len` bytes of `fill`, stamped `stamp`.
+bool write_record(LocalRing &ring, uint32_t data_len, uint8_t fill, uint64_t stamp)
+{
+    pt_record *record = ring.reserve(data_len);
+    if (!record)
+        return false;
+    record->timestamp_ns = stamp;
+    record->data_len = uint16_t(data_len);
+    std::memset(record->data, fill, data_len);
+    ring.commit(record);
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("local ring: records read back in place, across the end of the ring", "[local-ring]")
+{
+    LocalRing ring(4096);
+    REQUIRE(ring.mapped());
+    uint64_t read = 0;
+    for (int i = 0; i < 1000; ++i) { // about 40 times round the ring
+        uint32_t data_len = 1 + uint32_t(i * 37 % 150);
+        REQUIRE(write_record(ring, data_len, uint8_t(i), uint64_t(i)));
+        REQUIRE(read < ring.producer());
+        RecordRing::Record next = ring.at(read);
+        REQUIRE(next.slot == RecordRing::Slot::Committed);
+        CHECK(next.record->timestamp_ns == uint64_t(i));
+        REQUIRE(next.record->data_len == data_len);
+        CHECK(std::all_of(next.record->data, next.record->data + data_len,
+                          [&](uint8_t byte) { return byte == uint8_t(i); }));
+        read += next.size;
+        ring.release(read);
+    }
+    CHECK(read == ring.producer());
+    CHECK(ring.lost() == 0);
+}
+
+TEST_CASE("local ring: a reserved record is busy to the reader until committed", "[local-ring]")
+{
+    LocalRing ring(4096);
+    pt_record *record = ring.reserve(8);
+    REQUIRE(record);
+    CHECK(ring.at(0).slot == RecordRing::Slot::Busy);
+    record->timestamp_ns = 7;
+    ring.commit(record);
+    RecordRing::Record committed = ring.at(0);
+    REQUIRE(committed.slot == RecordRing::Slot::Committed);
+    CHECK(committed.record == record);
+    CHECK(committed.size == ring.producer());
+}
+
+TEST_CASE("local ring: a full ring counts every record it had no room for", "[local-ring]")
+{
+    LocalRing ring(4096);
+    // 48-byte records with 8 bytes of header: 73 fit in 4,096 bytes (73 * 56).
+    int written = 0;
+    for (int i = 0; i < 100; ++i)
+        written += write_record(ring, 0, 0, uint64_t(i));
+    CHECK(written == 4096 / 56);
+    CHECK(ring.lost() == uint64_t(100 - written));
+    CHECK_FALSE(ring.reserve(4097)); // larger than the ring: never fits
+    CHECK(ring.lost() == uint64_t(100 - written + 1));
+    ring.release(ring.producer()); // read: room again
+    CHECK(write_record(ring, 0, 0, 0));
+}
+
+TEST_CASE("local ring: a child process does not get the ring's pages", "[local-ring]")
+{
+    LocalRing ring(4096);
+    REQUIRE(ring.mapped());
+    auto lanes_mapped = [] {
+        std::ifstream maps("/proc/self/maps");
+        std::string text((std::istreambuf_iterator<char>(maps)), {});
+        return text.find("posixtrace-lane") != std::string::npos;
+    };
+    REQUIRE(lanes_mapped());
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(lanes_mapped() ? 1 : 0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// Writers stamp after reserving, as the fast path will; the merge runs
+// meanwhile in passes, as the drain thread does. What comes out is in
+// timestamp order, and written = delivered + lost, exactly.
+TEST_CASE("local ring: two writing threads merged while they write: in order, none missing",
+          "[local-ring]")
+{
+    constexpr int kWriters = 2;
+    constexpr int kRecords = 300'000;
+    RingMerger merger;
+    std::vector<LocalRing *> rings;
+    for (int i = 0; i < kWriters; ++i) {
+        auto ring = std::make_unique<LocalRing>(256 * 1024);
+        REQUIRE(ring->mapped());
+        rings.push_back(ring.get());
+        merger.add_ring(std::move(ring), monotonic_ns());
+    }
+    std::atomic<int> writing{kWriters};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w)
+        writers.emplace_back([&, w] {
+            for (int i = 0; i < kRecords; ++i) {
+                pt_record *record = rings[size_t(w)]->reserve(16);
+                if (!record)
+                    continue;
+                record->timestamp_ns = monotonic_ns();
+                record->tid = uint32_t(w);
+                std::memcpy(record->data, &i, sizeof i);
+                rings[size_t(w)]->commit(record);
+                if (i % 64 == 0)
+                    std::this_thread::yield();
+            }
+            --writing;
+        });
+    uint64_t delivered = 0, out_of_order = 0, last = 0, late = 0;
+    std::vector<int> next_index(kWriters, -1);
+    uint64_t reordered = 0;
+    RingMerger::Sinks sinks{[&](const pt_record &record) {
+                                out_of_order += record.timestamp_ns < last;
+                                last = record.timestamp_ns;
+                                int index;
+                                std::memcpy(&index, record.data, sizeof index);
+                                reordered += index <= next_index[record.tid]; // per writer
+                                next_index[record.tid] = index;
+                                ++delivered;
+                            },
+                            [](SystemEvent &&) {}, [&](const pt_record &) { ++late; }};
+    std::deque<SystemEvent> system;
+    while (writing > 0 || merger.holding()) {
+        merger.merge(monotonic_ns(), system, sinks);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (auto &writer : writers)
+        writer.join();
+    merger.merge(monotonic_ns() + RingMerger::kClockMarginNs, system, sinks);
+    uint64_t lost = 0;
+    for (LocalRing *ring : rings)
+        lost += ring->lost();
+    INFO(delivered << " delivered, " << lost << " lost");
+    CHECK(out_of_order == 0);
+    CHECK(reordered == 0);
+    CHECK(late == 0);
+    CHECK(delivered + lost == uint64_t(kWriters) * kRecords);
+    CHECK(delivered > 0);
+}

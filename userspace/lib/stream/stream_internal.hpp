@@ -1,0 +1,60 @@
+#pragma once
+// What the parts of Stream (stream*.cpp) share; not part of its interface.
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <ctime>
+
+#include "stream/stream.hpp"
+#include "util/clock.hpp"
+
+namespace posixtrace::stream_detail {
+
+// Rings are drained this often while the stream runs; the BPF side wakes the
+// drain thread earlier when a ring passes a quarter full.
+inline constexpr uint64_t kDrainPeriodNs = 1'000'000;
+// A flush waits for the merge's safe point to pass its time: passes this
+// far apart until it does.
+inline constexpr uint64_t kFlushRetryNs = 50'000;
+// Reading the programs' recursion misses is a system call per program: done
+// every this many passes.
+inline constexpr uint64_t kMissesPeriodPasses = 8;
+inline constexpr size_t kMinRingBytes = 256 * 1024;
+inline constexpr size_t kMaxRingBytes = 64u << 20;
+
+// The rings only carry records from the kernel to the drain, which empties
+// them every millisecond: together they hold about one stream, so the
+// kernel memory a stream pins does not grow with the number of CPUs.
+inline size_t ring_bytes_for(size_t stream_size)
+{
+    size_t share = stream_size / size_t(std::max(1, libbpf_num_possible_cpus()));
+    size_t bytes = kMinRingBytes;
+    while (bytes < share && bytes < kMaxRingBytes)
+        bytes *= 2;
+    return bytes;
+}
+
+inline const size_t kStopEventBytes = stored_event_size(sizeof(posix_trace_stop_data));
+inline const size_t kLossEventsBytes =
+    stored_event_size(sizeof(posix_trace_overflow_data)) + stored_event_size(0);
+
+inline bool valid_abstime(const timespec *t)
+{
+    return t && t->tv_nsec >= 0 && t->tv_nsec < long(kNanosPerSecond) && t->tv_sec >= 0;
+}
+
+inline uint64_t monotonic_now()
+{
+    return clock_nanos(CLOCK_MONOTONIC);
+}
+
+inline void drain_eventfd(int fd)
+{
+    uint64_t value;
+    while (read(fd, &value, sizeof value) == sizeof value) {
+    }
+}
+
+} // namespace posixtrace::stream_detail

@@ -1,0 +1,148 @@
+// Stream: the trace log it flushes to.
+#include "stream/stream.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "stream/stream_internal.hpp"
+
+namespace posixtrace {
+using namespace stream_detail;
+
+// ---- the trace log -------------------------------------------------------------
+
+int Stream::flush()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_ || !log_)
+        return EINVAL;
+    if (int err = log_->first_error())
+        return err;
+    uint64_t now = monotonic_now();
+    flush_locked(lock, now); // what the kernel recorded until now is in the stream
+    if (shut_down_)
+        return EINVAL;
+    move_to_log_locked();
+    // After what the flush took (it may hold events stamped after `now`).
+    note_flush_start_locked(std::max<uint64_t>(now, merger_.last_delivered_ns()));
+    if (auto_stopped_)
+        auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
+    update_readable_locked();
+    return 0;
+}
+
+// A log left by an exec has no trailer: a reader takes it as a log whose
+// writer stopped after its last block, and reads every event.
+void Stream::flush_log_before_exec()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_ || !log_ || log_->first_error())
+        return;
+    flush_locked(lock, monotonic_now());
+    if (shut_down_)
+        return;
+    move_to_log_locked();
+    wait_for_flushes_locked(lock);
+}
+
+// Until the log writer has written every block handed to it; the lock is let
+// go meanwhile (the writer does not take it, a shutdown may).
+void Stream::wait_for_flushes_locked(std::unique_lock<std::mutex> &lock)
+{
+    while (!shut_down_ && !flushes_.empty() && !log_->done(flushes_.back())) {
+        lock.unlock();
+        usleep(100);
+        lock.lock();
+    }
+}
+
+// Hands every event of the stream, losses reported first, to the log writer.
+void Stream::move_to_log_locked()
+{
+    auto name_of = [this](uint32_t id) { return event_name_locked(id); };
+    pt_record report;
+    posix_trace_overflow_data loss;
+    auto append = [&](const pt_record &record, const void *data) {
+        if (log_->append(record, data, name_of) == log::LogWriter::Appended::filled_it)
+            close_full_log_locked(record.timestamp_ns);
+    };
+    while (take_loss_report_locked(report, loss))
+        append(report, &loss);
+    while (!buffer_->empty()) {
+        const pt_record &record = buffer_->front();
+        append(record, record.data);
+        buffer_->pop();
+    }
+    if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
+        full_ = false;
+    flushes_.push_back(log_->submit());
+}
+
+// Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
+// with the first event that did not fit, in the room the writer kept for
+// it. The stream stops too, so the kernel records nothing the log would
+// discard; posix_trace_clear or posix_trace_start runs it again.
+void Stream::close_full_log_locked(uint64_t timestamp_ns)
+{
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
+    log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
+    if (!running_)
+        return;
+    set_kernel_state_locked(PT_STREAM_SUSPENDED);
+    running_ = false;
+    stopped_by_full_log_ = true;
+}
+
+// The flush-start event goes into the emptied stream, after the events the
+// flush took: it is in the log with the next flush.
+void Stream::note_flush_start_locked(uint64_t monotonic_ns)
+{
+    if (!filtered_locked(POSIX_TRACE_FLUSH_START))
+        push_locked(system_record(POSIX_TRACE_FLUSH_START, monotonic_ns, 0), nullptr);
+}
+
+// One flush-stop event for each flush the log writer has finished.
+void Stream::check_flush_done_locked()
+{
+    while (!flushes_.empty() && log_->done(flushes_.front())) {
+        flushes_.pop_front();
+        queue_system_event_locked(POSIX_TRACE_FLUSH_STOP, monotonic_now(), nullptr, 0);
+    }
+}
+
+log::FinalState Stream::final_state_locked()
+{
+    log::FinalState state{};
+    state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
+    state.status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_overrun_status =
+        overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
+    state.recorded = counters_.recorded;
+    state.lost_in_kernel = counters_.lost_in_kernel;
+    state.lost_in_stream = counters_.lost_in_stream;
+    state.types = event_types_locked();
+    return state;
+}
+
+std::vector<log::NamedType> Stream::event_types_locked() const
+{
+    std::vector<log::NamedType> types;
+    for (trace_event_id_t id : builtin_event_ids())
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    for (trace_event_id_t id : user_events_->ids())
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i) {
+        trace_event_id_t id = POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i);
+        if (auto name = event_name_locked(id))
+            types.push_back({id, *name});
+    }
+    return types;
+}
+
+} // namespace posixtrace

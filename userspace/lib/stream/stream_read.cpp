@@ -1,0 +1,143 @@
+// Stream: reading events (the getnext functions).
+#include "stream/stream.hpp"
+
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "stream/stream_internal.hpp"
+
+namespace posixtrace {
+using namespace stream_detail;
+
+// ---- reading ---------------------------------------------------------------
+
+bool Stream::available_locked() const
+{
+    return shut_down_ || head_loss_.any() || resume_due_ || (buffer_ && !buffer_->empty());
+}
+
+// readable_ is a level: non-zero exactly while available_locked().
+void Stream::update_readable_locked()
+{
+    bool available = available_locked();
+    if (available == readable_signaled_)
+        return;
+    if (available) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = write(readable_.get(), &one, sizeof one);
+    } else {
+        drain_eventfd(readable_.get());
+    }
+    readable_signaled_ = available;
+}
+
+void Stream::copy_out(const pt_record &record, const void *data, const EventDestination &to) const
+{
+    posix_trace_event_info &info = *to.info;
+    info = {};
+    info.posix_event_id = record.event_id;
+    info.posix_pid = pid_t(record.pid);
+    info.posix_prog_address = reinterpret_cast<void *>(record.prog_address);
+    info.posix_thread_id = pthread_t(record.thread_id);
+    info.posix_timestamp = to_timespec(record.timestamp_ns);
+    info.posix_tid = pid_t(record.tid);
+    info.posix_truncation_status = record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD
+                                                                      : POSIX_TRACE_NOT_TRUNCATED;
+    size_t length = record.data_len;
+    if (to.capacity < length) {
+        length = to.capacity;
+        info.posix_truncation_status = POSIX_TRACE_TRUNCATED_READ;
+    }
+    if (length && to.data)
+        std::memcpy(to.data, data, length);
+    *to.data_len = to.data ? length : 0;
+}
+
+// POSIX_TRACE_LOOP's report of what it overwrote, due before the oldest
+// event left: the overflow event, then the resume event (each unless
+// filtered). False when none is due.
+bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss)
+{
+    if (head_loss_.any()) {
+        loss = {head_loss_.in_kernel + head_loss_.in_stream, head_loss_.in_kernel,
+                head_loss_.in_stream};
+        record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof loss);
+        head_loss_ = {};
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+            return true;
+    }
+    if (resume_due_) {
+        resume_due_ = false;
+        uint64_t at = buffer_->empty() ? last_dropped_ns_ : buffer_->front().timestamp_ns;
+        record = system_record(POSIX_TRACE_RESUME, at, 0);
+        if (!filtered_locked(POSIX_TRACE_RESUME))
+            return true;
+    }
+    return false;
+}
+
+int Stream::read_locked(const EventDestination &to)
+{
+    pt_record report;
+    posix_trace_overflow_data loss;
+    if (take_loss_report_locked(report, loss)) {
+        copy_out(report, &loss, to); // a resume event's data_len is 0
+        return 0;
+    }
+    if (buffer_->empty())
+        return EAGAIN;
+    const pt_record &record = buffer_->front();
+    copy_out(record, record.data, to);
+    buffer_->pop();
+    if (buffer_->empty() && auto_stopped_)
+        auto_restart_locked();
+    else if (buffer_->empty() || attributes_.stream_full_policy == POSIX_TRACE_LOOP)
+        full_ = false; // read empty (or, under LOOP, room made): no longer full
+    return 0;
+}
+
+int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mode,
+                       const timespec *abstime)
+{
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (shut_down_)
+                return EINVAL;
+            int err = read_locked(to);
+            update_readable_locked();
+            if (err == 0) {
+                *unavailable = 0;
+                return 0;
+            }
+        }
+        if (mode == WaitMode::Try) {
+            *unavailable = 1;
+            return 0;
+        }
+        timespec timeout{};
+        timespec *wait_for = nullptr;
+        if (mode == WaitMode::Until) {
+            if (!valid_abstime(abstime))
+                return EINVAL;
+            uint64_t now = clock_nanos(CLOCK_REALTIME), deadline = to_nanos(*abstime);
+            if (now >= deadline) {
+                *unavailable = 1;
+                return ETIMEDOUT;
+            }
+            timeout = to_timespec(deadline - now);
+            wait_for = &timeout;
+        }
+        pollfd readable{readable_.get(), POLLIN, 0};
+        if (ppoll(&readable, 1, wait_for, nullptr) < 0 && errno == EINTR) {
+            *unavailable = 1;
+            return EINTR;
+        }
+    }
+}
+
+} // namespace posixtrace

@@ -1,0 +1,231 @@
+// Stream: the filter, attributes, status and counters, and the event types.
+#include "stream/stream.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+#include <posix_trace/usdt.h>
+
+#include "stream/stream_internal.hpp"
+
+namespace posixtrace {
+using namespace stream_detail;
+
+int Stream::set_filter(const trace_event_set_t &set, int how)
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    trace_event_set_t updated = filter_;
+    for (size_t i = 0; i < std::size(updated.__bits); ++i) {
+        switch (how) {
+        case POSIX_TRACE_SET_EVENTSET:
+            updated.__bits[i] = set.__bits[i];
+            break;
+        case POSIX_TRACE_ADD_EVENTSET:
+            updated.__bits[i] |= set.__bits[i];
+            break;
+        case POSIX_TRACE_SUB_EVENTSET:
+            updated.__bits[i] &= ~set.__bits[i];
+            break;
+        default:
+            return EINVAL;
+        }
+    }
+    posix_trace_filter_data change{filter_, updated};
+    // A thread event the new filter lets through needs its program attached
+    // first: if the kernel refuses, the old filter stays and the caller is
+    // told.
+    filter_ = updated;
+    if (int err = select_thread_event_programs_locked()) {
+        filter_ = change.old_filter;
+        select_thread_event_programs_locked();
+        return err;
+    }
+    // In two steps around the filter event's stamp: what the new filter
+    // excludes stops before it, what it admits starts after it. So no event
+    // on either side of it contradicts it.
+    trace_event_set_t both = updated;
+    for (size_t i = 0; i < std::size(both.__bits); ++i)
+        both.__bits[i] |= change.old_filter.__bits[i];
+    kernel_->set_filter(both);
+    uint64_t now = monotonic_now();
+    kernel_->set_filter(filter_);
+    distrust_sleeps_locked();
+    if (running_)
+        queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
+    return 0;
+}
+
+trace_event_set_t Stream::filter() const
+{
+    std::lock_guard lock(mutex_);
+    return filter_;
+}
+
+Attributes Stream::attributes() const
+{
+    return attributes_;
+}
+
+posix_trace_status_info Stream::take_status()
+{
+    std::lock_guard lock(mutex_);
+    posix_trace_status_info status{};
+    status.posix_stream_status = running_ ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
+    status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
+    status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
+    status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    status.posix_stream_flush_error = 0;
+    if (log_) {
+        if (!flushes_.empty() && !log_->done(flushes_.back()))
+            status.posix_stream_flush_status = POSIX_TRACE_FLUSHING;
+        status.posix_stream_flush_error = log_->take_flush_error();
+        status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+        if (log_->take_overrun())
+            status.posix_log_overrun_status = POSIX_TRACE_OVERRUN;
+    }
+    overrun_ = false;
+    return status;
+}
+
+posix_trace_counters Stream::counters() const
+{
+    std::lock_guard lock(mutex_);
+    return counters_;
+}
+
+posix_trace_loss_counters Stream::loss_counters() const
+{
+    std::lock_guard lock(mutex_);
+    return losses_;
+}
+
+std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const
+{
+    std::lock_guard lock(mutex_);
+    return kernel_ ? kernel_->recursion_misses() : std::vector<KernelProgram::ProgramMisses>{};
+}
+
+uint64_t Stream::untraced_children() const
+{
+    std::lock_guard lock(mutex_);
+    return kernel_ ? kernel_->untraced_children() : 0;
+}
+
+// ---- event types -----------------------------------------------------------
+
+int Stream::attach_usdt(const std::string &spec, size_t &attached)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_)
+        return EINVAL;
+    return probes_->add_usdt_spec(target_pid_, spec, attached);
+}
+
+ProbeAttacher::Unattached Stream::unattached_probes()
+{
+    std::lock_guard lock(mutex_);
+    return probes_ ? probes_->unattached() : ProbeAttacher::Unattached{};
+}
+
+static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
+static_assert(PT_USDT_MAX_SITES == POSIX_TRACE_USDT_MAX_SITES);
+static_assert(PT_MAX_TRACED_PROCESSES == POSIX_TRACE_MAX_TRACED_PROCESSES);
+
+int Stream::decode_usdt_string(const std::string &probe, unsigned index)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_ || index >= PT_USDT_MAX_ARGS)
+        return EINVAL;
+    auto id = probes_->usdt_id(probe);
+    if (!id)
+        return ENOENT;
+    kernel_->set_usdt_string_argument(*id, index);
+    return 0;
+}
+
+bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &change)
+{
+    std::lock_guard lock(mutex_);
+    if (shut_down_)
+        return false;
+    change(*kernel_);
+    return true;
+}
+
+int Stream::set_thread_agent(pid_t pid, bool present)
+{
+    std::lock_guard lock(mutex_);
+    if (present)
+        thread_agents_.insert(pid);
+    else
+        thread_agents_.erase(pid);
+    if (shut_down_)
+        return 0;
+    int err = select_thread_event_programs_locked();
+    if (err && present) // an agent whose events cannot all be produced is refused
+        thread_agents_.erase(pid);
+    return err;
+}
+
+// The thread event types the stream may record: those its filter lets
+// through, and all of them while an agent may ask for any.
+int Stream::select_thread_event_programs_locked()
+{
+    uint32_t wanted = 0;
+    for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
+        if (!thread_agents_.empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
+            wanted |= 1u << i;
+    return kernel_->select_thread_event_programs(wanted);
+}
+
+std::optional<std::string> Stream::event_name(trace_event_id_t id) const
+{
+    std::lock_guard lock(mutex_);
+    return event_name_locked(id);
+}
+
+std::optional<std::string> Stream::event_name_locked(trace_event_id_t id) const
+{
+    if (auto builtin = builtin_event_name(id))
+        return std::string(*builtin);
+    if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
+        return probes_ ? probes_->usdt_name(id) : std::nullopt;
+    return user_events_->name_of(id);
+}
+
+int Stream::open_event_type(const char *name, trace_event_id_t &id)
+{
+    std::lock_guard lock(mutex_);
+    return user_events_->open(name, id);
+}
+
+void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
+{
+    std::vector<trace_event_id_t> ids = builtin_event_ids();
+    std::lock_guard lock(mutex_);
+    auto user = user_events_->ids();
+    ids.insert(ids.end(), user.begin(), user.end());
+    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i)
+        ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
+    auto next =
+        type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
+    if (next == ids.end()) {
+        unavailable = 1;
+        return;
+    }
+    id = *next;
+    type_cursor_ = id;
+    unavailable = 0;
+}
+
+void Stream::rewind_event_types()
+{
+    std::lock_guard lock(mutex_);
+    type_cursor_.reset();
+}
+
+} // namespace posixtrace
