@@ -135,6 +135,11 @@ $(BUILD)/bench/pingpong: bench/pingpong.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -pthread -o $@ $<
 
+# The LTTng-UST peer of the user-event benchmark (make bench only).
+$(BUILD)/bench/bench_lttng: bench/lttng/bench_lttng.c bench/lttng/bench_tp.c bench/lttng/bench_tp.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Ibench/lttng -o $@ bench/lttng/bench_lttng.c bench/lttng/bench_tp.c -llttng-ust -ldl
+
 $(BUILD)/bench/%: bench/%.cpp $(SHLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
@@ -173,7 +178,7 @@ stress:
 bench:
 	@scripts/install-deps.sh
 	@scripts/mount-tracefs.sh
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/bench_lttng
 	@bench/run.sh $(BUILD)
 	@echo; bench/thread_switches.sh $(BUILD)
 	@echo; bench/log_bench.sh $(BUILD)

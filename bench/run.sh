@@ -59,6 +59,12 @@ mode_cost() { "$bin" "$1" "$events" | grep -o 'ns_per_event=[0-9.]*' | cut -d= -
 collect "posixtrace, stream suspended (program returns at once)" mode_cost stream-suspended
 collect "posixtrace, event type filtered out in the kernel" mode_cost stream-filtered
 collect "posixtrace stream, reader draining with getnext" stream_line
+if [ -x "$build/bench/bench_lttng" ]; then
+    collect "LTTng-UST 2.13: tracepoint not enabled (no session)" \
+        bash -c "$build/bench/bench_lttng $events | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2"
+    collect "LTTng-UST 2.13: session recording it to disk (discard mode)" \
+        bench/lttng/run_lttng.sh "$build" "$events"
+fi
 collect "bpftrace: 64 bytes to its output (printf %r buf)" \
     under_bpftrace "usdt:$lib:posix_trace:event { printf(\"%r\\n\", buf(arg1, 64)); }"
 echo

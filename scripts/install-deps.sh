@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev catch2 libcli11-dev
           systemtap-sdt-dev pkg-config make g++ bpftrace python3.11 libstdc++6 tmux
-          linux-perf babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev)
+          linux-perf babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev
+          lttng-tools liblttng-ust-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
