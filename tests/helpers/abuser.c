@@ -25,12 +25,14 @@
  *       emits "child.hello" (data: K) and exits. Ends with "forks.done"
  *       (data: the number of children).
  *   abuser reuse DIRECTORY
- *       Loads DIRECTORY/lib.so (a library without probes), waits for the
- *       tracer to have read it, unloads it and deletes it, copies
- *       DIRECTORY/probed.so (one with a probe) to the same name, which
- *       ext4 gives the freed inode, emits "reuse.same_inode" (data: 1 if
- *       it did), loads the new file and fires its probe once every 100 ms
- *       for a second (argument: the round), then "reuse.done".
+ *       Copies DIRECTORY/plain.so (a library without probes) to lib.so,
+ *       loads it, waits for the tracer to have read it, unloads and
+ *       deletes it, and copies DIRECTORY/probed.so (one with a probe) to
+ *       the same name; ext4 gives the new file the freed inode unless
+ *       another file took it first: then again, up to 50 rounds. Emits
+ *       "reuse.same_inode" (data: 1 if a round got it) and "reuse.rounds",
+ *       loads the new file and fires its probe once every 100 ms for a
+ *       second (argument: the round), then "reuse.done".
  *   abuser dlopen DIRECTORY N SECONDS
  *       Loads DIRECTORY/libabuse-0.so .. -(N-1).so (distinct files), then
  *       for SECONDS fires the abuselib:fire probe of every library once a
@@ -239,22 +241,43 @@ static int copy_file(const char *from, const char *to)
     return close(out);
 }
 
-static int inode_reuse(const char *directory)
+/* One round: loads DIRECTORY/lib.so (a copy of plain.so), waits for the
+ * tracer to have read it, unloads and deletes it, and copies probed.so to
+ * the same name. Whether the new file got the freed inode is up to the file
+ * system and to whoever else creates a file meanwhile: 1 if it did. */
+static int reuse_round(const char *directory, const char *path)
 {
-    char path[PATH_MAX], probed[PATH_MAX];
+    char plain[PATH_MAX], probed[PATH_MAX];
     struct stat before, after;
-    snprintf(path, sizeof path, "%s/lib.so", directory);
+    snprintf(plain, sizeof plain, "%s/plain.so", directory);
     snprintf(probed, sizeof probed, "%s/probed.so", directory);
+    if (copy_file(plain, path) != 0)
+        return -1;
     void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!library || stat(path, &before) != 0)
-        return 2;
-    usleep(500000); /* the tracer reads it: no probes */
+        return -1;
+    usleep(300000); /* the tracer reads it: no probes */
     dlclose(library);
     if (unlink(path) != 0 || copy_file(probed, path) != 0 || stat(path, &after) != 0)
-        return 2;
-    emit_int(named("reuse.same_inode"),
-             before.st_dev == after.st_dev && before.st_ino == after.st_ino);
-    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        return -1;
+    return before.st_dev == after.st_dev && before.st_ino == after.st_ino;
+}
+
+static int inode_reuse(const char *directory)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/lib.so", directory);
+    int reused = 0, rounds = 0;
+    while (!reused && rounds < 50) {
+        ++rounds;
+        if ((reused = reuse_round(directory, path)) < 0)
+            return 2;
+        if (!reused)
+            unlink(path);
+    }
+    emit_int(named("reuse.same_inode"), reused);
+    emit_int(named("reuse.rounds"), rounds);
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     void (*fire)(int) = library ? (void (*)(int))dlsym(library, "abuselib_fire") : NULL;
     if (!fire)
         return 2;
