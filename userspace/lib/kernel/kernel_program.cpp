@@ -444,31 +444,27 @@ std::optional<std::pair<pid_t, pt_td_message>> KernelProgram::take_any_td_messag
     return std::nullopt;
 }
 
+uint64_t KernelProgram::sum_over_cpus(__u64 pt_cpu_state::*counter) const
+{
+    uint64_t total = 0;
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
+        total += __atomic_load_n(&(cpu_states_[cpu].*counter), __ATOMIC_ACQUIRE);
+    return total;
+}
+
 KernelProgram::Losses KernelProgram::losses() const
 {
-    Losses losses;
-    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu) {
-        losses.ring_full += __atomic_load_n(&cpu_states_[cpu].lost, __ATOMIC_ACQUIRE);
-        losses.unreported_switches +=
-            __atomic_load_n(&cpu_states_[cpu].unreported_switches, __ATOMIC_ACQUIRE);
-    }
-    return losses;
+    return {sum_over_cpus(&pt_cpu_state::lost), sum_over_cpus(&pt_cpu_state::unreported_switches)};
 }
 
 uint64_t KernelProgram::refused_while_full() const
 {
-    uint64_t total = 0;
-    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
-        total += __atomic_load_n(&cpu_states_[cpu].refused_full, __ATOMIC_ACQUIRE);
-    return total;
+    return sum_over_cpus(&pt_cpu_state::refused_full);
 }
 
 uint64_t KernelProgram::untraced_children() const
 {
-    uint64_t total = 0;
-    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu)
-        total += __atomic_load_n(&cpu_states_[cpu].untraced_children, __ATOMIC_ACQUIRE);
-    return total;
+    return sum_over_cpus(&pt_cpu_state::untraced_children);
 }
 
 namespace {

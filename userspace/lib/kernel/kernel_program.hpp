@@ -135,6 +135,8 @@ private:
     int attach_libposixtrace_probe(bpf_program *program, pid_t pid, const std::string &binary,
                                    const char *name, size_t sites);
     static bool descriptors_left_for(size_t sites);
+    // One counter of the mmapped per-CPU states, summed over the CPUs.
+    uint64_t sum_over_cpus(__u64 pt_cpu_state::*counter) const;
     // One USDT attachment of `sites` sites, within the stream's budget.
     int attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
                           const char *provider, const char *name, const bpf_usdt_opts *options,
