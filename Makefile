@@ -102,7 +102,8 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
 # rings and its own rings (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
-                 $(BUILD)/obj/userspace/lib/stream/local_ring.o
+                 $(BUILD)/obj/userspace/lib/stream/local_ring.o \
+                 $(BUILD)/obj/userspace/lib/util/mirrored_memory.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread

@@ -22,16 +22,22 @@ using posixtrace::SystemEvent;
 
 namespace {
 
-// A ring in ordinary memory, large enough that no test wraps it.
+// A ring in ordinary memory, large enough that no test wraps it (so it
+// need not be mapped twice), written here and read by RecordRing's own code.
 class MemoryRing final : public RecordRing {
 public:
+    MemoryRing()
+    {
+        view(&consumer_, &producer_, reinterpret_cast<uint8_t *>(words_.get()), kBytes);
+    }
+
     // Reserves a record (busy) with `data_len` bytes of data; its position.
     uint64_t reserve(uint32_t data_len)
     {
         uint64_t position = producer_;
         uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
         header(position) = length | BPF_RINGBUF_BUSY_BIT;
-        producer_ += (length + BPF_RINGBUF_HDR_SZ + 7) & ~7u;
+        producer_ += span_of(length);
         return position;
     }
     // Stamps and commits the record reserved at `position`.
@@ -54,21 +60,6 @@ public:
         return position;
     }
 
-    bool mapped() const override { return true; }
-    uint64_t producer() const override { return producer_; }
-    uint64_t released() const override { return released_; }
-    Record at(uint64_t position) const override
-    {
-        uint32_t length = header(position);
-        if (length & BPF_RINGBUF_BUSY_BIT)
-            return {Slot::Busy, nullptr, 0};
-        uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
-        if (length & BPF_RINGBUF_DISCARD_BIT)
-            return {Slot::Discarded, nullptr, size};
-        return {Slot::Committed, &record_at(position), size};
-    }
-    void release(uint64_t position) override { released_ = position; }
-
 private:
     static constexpr size_t kBytes = 1 << 16;
 
@@ -84,7 +75,7 @@ private:
     }
 
     std::unique_ptr<uint64_t[]> words_ = std::make_unique<uint64_t[]>(kBytes / 8);
-    uint64_t producer_ = 0, released_ = 0;
+    uint64_t producer_ = 0, consumer_ = 0;
 };
 
 // A merge of `count` memory rings, added at time `added_ns`, and what it

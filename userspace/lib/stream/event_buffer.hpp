@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "posixtrace.h"
-#include "util/unique_fd.hpp"
+#include "util/mirrored_memory.hpp"
 
 namespace posixtrace {
 
@@ -15,11 +15,8 @@ namespace posixtrace {
 class EventBuffer {
 public:
     explicit EventBuffer(size_t capacity);
-    ~EventBuffer();
-    EventBuffer(const EventBuffer &) = delete;
-    EventBuffer &operator=(const EventBuffer &) = delete;
 
-    bool valid() const { return base_ != nullptr; }
+    bool valid() const { return memory_.valid(); }
     size_t used() const { return size_t(tail_ - head_); }
     bool empty() const { return head_ == tail_; }
     bool fits(size_t bytes) const { return used() + bytes <= capacity_; }
@@ -32,8 +29,7 @@ public:
 
 private:
     size_t capacity_;
-    size_t mapped_bytes_ = 0; // one copy; the mapping is twice this
-    uint8_t *base_ = nullptr;
+    MirroredMemory memory_;
     uint64_t head_ = 0;
     uint64_t tail_ = 0;
 };

@@ -1,4 +1,7 @@
 #pragma once
+#include <linux/bpf.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "posixtrace.h"
@@ -8,22 +11,26 @@ namespace posixtrace {
 // What the merge reads from (RingMerger): a ring of records laid out as a BPF
 // ring buffer's, each behind an 8-byte header (its length, a busy bit while
 // it is being written, a discard bit), looked at in place by position, as
-// the producer and consumer counters count bytes. The kernel's per-CPU rings
-// are one kind (RingReader); a ring written by other means follows the same
-// protocol (a record is reserved, busy, before it is stamped, and the
-// producer position covers it only once its header says busy), and the
-// merge's argument (docs/architecture.md, "Ordering") holds for it as is.
+// the producer and consumer counters count bytes. Its owner maps the memory
+// and shows it here (view()): the kernel's per-CPU rings (RingReader), the
+// process's own (LocalRing). A ring written by other means than the kernel
+// follows the same protocol (a record is reserved, busy, before it is
+// stamped, and the producer position covers it only once its header says
+// busy), so the merge's argument (docs/architecture.md, "Ordering") holds
+// for it as is. Reading a record is the same code for every kind, inline.
 class RecordRing {
 public:
     virtual ~RecordRing() = default;
+    RecordRing(const RecordRing &) = delete;
+    RecordRing &operator=(const RecordRing &) = delete;
 
     // False if the ring could not be mapped; the merge then skips it.
-    virtual bool mapped() const = 0;
+    bool mapped() const { return data_ != nullptr; }
     // How far the producer has reserved (acquire: the headers below it are
     // readable).
-    virtual uint64_t producer() const = 0;
+    uint64_t producer() const { return __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE); }
     // The consumer position published so far.
-    virtual uint64_t released() const = 0;
+    uint64_t released() const { return released_; }
 
     enum class Slot { Committed, Discarded, Busy };
     struct Record {
@@ -32,10 +39,55 @@ public:
         uint64_t size;           // bytes to the next record (when not Busy)
     };
     // What is at `position`, which must be below producer().
-    virtual Record at(uint64_t position) const = 0;
+    Record at(uint64_t position) const
+    {
+        const uint8_t *header = data_ + (position & (bytes_ - 1));
+        uint32_t length =
+            __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
+        if (length & BPF_RINGBUF_BUSY_BIT)
+            return {Slot::Busy, nullptr, 0};
+        uint64_t size = span_of(length & ~BPF_RINGBUF_DISCARD_BIT);
+        if (length & BPF_RINGBUF_DISCARD_BIT)
+            return {Slot::Discarded, nullptr, size};
+        return {Slot::Committed, reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ),
+                size};
+    }
 
     // Gives the producer back the space before `position`.
-    virtual void release(uint64_t position) = 0;
+    void release(uint64_t position)
+    {
+        if (position == released_)
+            return;
+        released_ = position;
+        __atomic_store_n(consumer_pos_, position, __ATOMIC_RELEASE);
+    }
+
+    // Bytes a record of `length` (header length field) takes in the ring.
+    static uint64_t span_of(uint32_t length)
+    {
+        return (uint64_t(length) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
+    }
+
+protected:
+    RecordRing() = default;
+    // The ring's counters and its data (`bytes`, a power of two, mapped twice
+    // in a row), once the owner has mapped them.
+    void view(uint64_t *consumer_pos, const uint64_t *producer_pos, const uint8_t *data,
+              size_t bytes)
+    {
+        consumer_pos_ = consumer_pos;
+        producer_pos_ = producer_pos;
+        data_ = data;
+        bytes_ = bytes;
+        released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
+    }
+
+private:
+    uint64_t *consumer_pos_ = nullptr;
+    const uint64_t *producer_pos_ = nullptr;
+    const uint8_t *data_ = nullptr;
+    size_t bytes_ = 0;
+    uint64_t released_ = 0;
 };
 
 } // namespace posixtrace

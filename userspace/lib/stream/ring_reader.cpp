@@ -1,6 +1,5 @@
 #include "stream/ring_reader.hpp"
 
-#include <linux/bpf.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,44 +19,18 @@ RingReader::RingReader(int ring_fd, size_t ring_bytes)
         munmap(consumer, page_size_);
         return;
     }
-    consumer_pos_ = static_cast<uint64_t *>(consumer);
-    producer_pos_ = static_cast<const uint64_t *>(producer);
-    data_ = static_cast<const uint8_t *>(producer) + page_size_;
-    released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
+    consumer_page_ = consumer;
+    producer_pages_ = producer;
+    view(static_cast<uint64_t *>(consumer), static_cast<const uint64_t *>(producer),
+         static_cast<const uint8_t *>(producer) + page_size_, ring_bytes);
 }
 
 RingReader::~RingReader()
 {
-    if (!data_)
+    if (!consumer_page_)
         return;
-    munmap(consumer_pos_, page_size_);
-    munmap(const_cast<uint64_t *>(producer_pos_), page_size_ + 2 * ring_bytes_);
-}
-
-uint64_t RingReader::producer() const
-{
-    return __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE);
-}
-
-RingReader::Record RingReader::at(uint64_t position) const
-{
-    const uint8_t *header = data_ + (position & (ring_bytes_ - 1));
-    uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
-    if (length & BPF_RINGBUF_BUSY_BIT)
-        return {Slot::Busy, nullptr, 0};
-    uint64_t size = ((length & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
-    if (length & BPF_RINGBUF_DISCARD_BIT)
-        return {Slot::Discarded, nullptr, size};
-    return {Slot::Committed, reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ),
-            size};
-}
-
-void RingReader::release(uint64_t position)
-{
-    if (position == released_)
-        return;
-    released_ = position;
-    __atomic_store_n(consumer_pos_, position, __ATOMIC_RELEASE);
+    munmap(consumer_page_, page_size_);
+    munmap(producer_pages_, page_size_ + 2 * ring_bytes_);
 }
 
 } // namespace posixtrace
