@@ -206,7 +206,6 @@ trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_i
         id = *free;
         foreign_ids_.emplace(*name, id);
         foreign_names_.emplace(id, *name);
-        foreign_taken_.set(id);
     } else {
         return POSIX_TRACE_UNNAMED_USEREVENT; // no id left: unnamed, never another's
     }
@@ -219,7 +218,7 @@ trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_i
 // image has it: then it is unnamed, never that name.
 trace_event_id_t StreamUserEvents::own_id(trace_event_id_t id)
 {
-    if (foreign_taken_.test(id))
+    if (!foreign_names_.empty() && foreign_names_.count(id))
         return POSIX_TRACE_UNNAMED_USEREVENT;
     own_used_.set(id);
     return id;
@@ -231,7 +230,7 @@ trace_event_id_t StreamUserEvents::own_id(trace_event_id_t id)
 std::optional<trace_event_id_t> StreamUserEvents::free_foreign_id()
 {
     auto free = [this](trace_event_id_t id) {
-        return !own_used_.test(id) && !foreign_taken_.test(id);
+        return !own_used_.test(id) && !foreign_names_.count(id);
     };
     if (primary_names_itself()) {
         for (trace_event_id_t id = POSIX_TRACE_USDT_EVENT_FIRST; id-- > kLocalIdEnd;)

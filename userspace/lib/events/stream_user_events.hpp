@@ -74,9 +74,9 @@ private:
     // Names only exec'd images registered, with the ids the stream gave them.
     std::map<std::string, trace_event_id_t> foreign_ids_;
     std::map<trace_event_id_t, std::string> foreign_names_;
-    // Ids the stream's own numbering has recorded, and ids given to names
-    // only exec'd images have: never the same.
-    std::bitset<POSIX_TRACE_USDT_EVENT_FIRST> own_used_, foreign_taken_;
+    // Ids the stream's own numbering has recorded: never given to a name
+    // only exec'd images have (foreign_names_).
+    std::bitset<POSIX_TRACE_USDT_EVENT_FIRST> own_used_;
 };
 
 } // namespace posixtrace
