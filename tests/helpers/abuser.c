@@ -230,15 +230,19 @@ static int hold_children(int total)
 static int copy_file(const char *from, const char *to)
 {
     char buffer[65536];
-    ssize_t got;
+    ssize_t got = 0;
     int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0755);
-    if (in < 0 || out < 0)
-        return -1;
-    while ((got = read(in, buffer, sizeof buffer)) > 0)
-        if (write(out, buffer, (size_t)got) != got)
-            return -1;
-    close(in);
-    return close(out);
+    while (in >= 0 && out >= 0 && (got = read(in, buffer, sizeof buffer)) > 0)
+        if (write(out, buffer, (size_t)got) != got) {
+            got = -1;
+            break;
+        }
+    int failed = in < 0 || out < 0 || got < 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0)
+        failed = 1;
+    return failed ? -1 : 0;
 }
 
 /* One round: loads DIRECTORY/lib.so (a copy of plain.so), waits for the
