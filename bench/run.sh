@@ -36,14 +36,23 @@ under_bpftrace() {
     rm -f "$out" "$ready" "$printed"
 }
 
-collect() { # label, command...
+collect() { # label, command... (prints "NS [NOTES]"; anything else is a failed run)
     local label=$1; shift
-    local costs=() extra=""
+    local costs=() extra="" failure="" line
     for _ in $(seq "$runs"); do
         line=$("$@" | grep . | tail -n 1) # bpftrace prints blank lines on exit
+        if [[ ! $line =~ ^[0-9.]+( |$) ]]; then
+            failure="${line:-no output}"
+            continue
+        fi
         costs+=("$(echo "$line" | awk '{print $1}')")
         extra=$(echo "$line" | cut -s -d' ' -f2-)
     done
+    if [ -n "$failure" ]; then # said, never a figure made of fewer runs
+        printf "| %-58s | %10s | %-28s |\n" "$label" "-" \
+            "$((runs - ${#costs[@]})) of $runs runs failed: $failure"
+        return
+    fi
     printf "| %-58s | %10.2f | %-28s |\n" "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
 }
 

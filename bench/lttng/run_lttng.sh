@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 session=posixtrace-bench-$$
 started=""
 if ! pgrep -x lttng-sessiond >/dev/null; then
-    lttng-sessiond --daemonize >/dev/null 2>&1 || { echo "lttng-sessiond failed"; exit 1; }
+    lttng-sessiond --daemonize >/dev/null 2>&1 || { echo "lttng-sessiond failed" >&2; exit 1; }
     started=1
 fi
 cleanup() {
@@ -23,11 +23,11 @@ cleanup() {
 trap cleanup EXIT
 lttng create "$session" --output="$tmp/trace" >/dev/null &&
     lttng enable-event -u posixtrace_bench:event >/dev/null &&
-    lttng start >/dev/null || { echo "lttng session setup failed"; exit 1; }
+    lttng start >/dev/null || { echo "lttng session setup failed" >&2; exit 1; }
 line=$("$build/bench/bench_lttng" "$count")
 lttng stop >/dev/null 2>&1
 discarded=$(lttng list "$session" 2>/dev/null | awk '/Discarded events:/ {n += $3} END {print n + 0}')
 case $line in
 *enabled=1*) echo "$(echo "$line" | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2) discarded=$discarded" ;;
-*) echo "the tracepoint was not enabled"; exit 1 ;;
+*) echo "the tracepoint was not enabled: $line" >&2; exit 1 ;;
 esac
