@@ -1,6 +1,8 @@
 // posix_trace_event() is a USDT probe site (provider posix_trace, name
 // event) guarded by its semaphore: the kernel raises the semaphore in every
-// process a stream traces, so an untraced call costs one load and a branch.
+// process a stream traces by pid. A stream of the calling process takes its
+// events from the process's lanes instead (emit/lanes.hpp). Untraced, a call
+// costs two loads and two branches.
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 #include <trace.h>
@@ -8,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "emit/lanes.hpp"
 #include "events/event_names.hpp"
 #include "util/export.hpp"
 
@@ -28,6 +31,10 @@ posix_trace_event(trace_event_id_t event_id, const void *__restrict data, size_t
         asm volatile("" : "+r"(caller));
         STAP_PROBE4(posix_trace, event, event_id, data, data_len, caller);
     }
+    // A stream of this process takes its events here, without the trap
+    // (the probe above stays for the tracers of other processes).
+    if (__builtin_expect(posixtrace::lanes_in_use.load(std::memory_order_relaxed) != 0, 0))
+        posixtrace::emit_to_lanes(event_id, data, data_len, __builtin_return_address(0));
 }
 
 POSIXTRACE_EXPORT int posix_trace_eventid_open(const char *__restrict name,

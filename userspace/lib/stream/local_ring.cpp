@@ -28,11 +28,48 @@ pt_record *LocalRing::reserve(uint32_t data_len)
     return reinterpret_cast<pt_record *>(header + BPF_RINGBUF_HDR_SZ);
 }
 
+namespace {
+
+uint32_t *header_of(pt_record *record)
+{
+    return reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(record) - BPF_RINGBUF_HDR_SZ);
+}
+
+} // namespace
+
 void LocalRing::commit(pt_record *record)
 {
-    auto *length =
-        reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(record) - BPF_RINGBUF_HDR_SZ);
+    uint32_t *length = header_of(record);
     __atomic_store_n(length, *length & ~BPF_RINGBUF_BUSY_BIT, __ATOMIC_RELEASE);
+}
+
+void LocalRing::discard(pt_record *record)
+{
+    uint32_t *length = header_of(record);
+    __atomic_store_n(length, (*length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
+                     __ATOMIC_RELEASE);
+}
+
+void LocalRing::skip_unread()
+{
+    __atomic_store_n(&consumer_pos_, __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+}
+
+void LocalRing::abandon_unfinished()
+{
+    if (!mapped())
+        return;
+    size_t bytes = memory_.bytes();
+    uint64_t end = __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE);
+    for (uint64_t at = __atomic_load_n(&consumer_pos_, __ATOMIC_ACQUIRE); at < end;) {
+        auto *header = reinterpret_cast<uint32_t *>(memory_.data() + (at & (bytes - 1)));
+        uint32_t length = __atomic_load_n(header, __ATOMIC_ACQUIRE);
+        if (length & BPF_RINGBUF_BUSY_BIT)
+            __atomic_store_n(header, (length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
+                             __ATOMIC_RELEASE);
+        at += span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
+    }
 }
 
 } // namespace posixtrace

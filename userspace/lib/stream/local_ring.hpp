@@ -25,8 +25,18 @@ public:
     // room for it (or could not be mapped). Async-signal-safe.
     pt_record *reserve(uint32_t data_len);
     void commit(pt_record *record);
+    // Gives up a reserved record: the reader skips it.
+    void discard(pt_record *record);
     // Records reserve() had no room for: only grows.
     uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+
+    // The reader's side, besides RecordRing.
+    // Everything reserved so far is left unread (its writer may still
+    // finish a record: it stays its own until then).
+    void skip_unread();
+    // Records left busy by a writer that is gone are discarded. Only once
+    // nobody can write the ring any more.
+    void abandon_unfinished();
 
 private:
     MirroredMemory memory_;

@@ -81,6 +81,11 @@ protected:
         bytes_ = bytes;
         released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
     }
+    // The same ring as `other`, read from here (one reader at a time).
+    void view_like(const RecordRing &other)
+    {
+        view(other.consumer_pos_, other.producer_pos_, other.data_, other.bytes_);
+    }
 
 private:
     uint64_t *consumer_pos_ = nullptr;

@@ -65,6 +65,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (int err = select_thread_event_programs_locked())
         return err;
     probes_ = std::make_unique<ProbeAttacher>(*kernel_, config, inherit);
+    if (takes_lanes(target, attributes) &&
+        (lanes_ = LaneAttachment::attach(config.ring_bytes, config.max_data_size, merger_,
+                                         monotonic_now())))
+        probes_->leave_user_events_of(target, binary); // they come through the lanes
     if (int err = probes_->refresh(target))
         return err;
 
@@ -107,6 +111,17 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     return 0;
+}
+
+// The process's own user events go through its lanes when the stream traces
+// the calling process alone (the uprobe stays for its children otherwise) and
+// no other stream holds them. POSIXTRACE_USER_EVENTS=kernel keeps the uprobe:
+// the test suites run both paths.
+bool Stream::takes_lanes(pid_t target, const Attributes &attributes) const
+{
+    const char *path = getenv("POSIXTRACE_USER_EVENTS");
+    return target == getpid() && attributes.inheritance != POSIX_TRACE_INHERITED &&
+           !(path && std::string_view(path) == "kernel");
 }
 
 int Stream::open_log(int log_fd)
@@ -182,7 +197,30 @@ void Stream::wake_drain()
 void Stream::set_kernel_state_locked(pt_stream_state state)
 {
     kernel_->set_state(state);
+    if (lanes_)
+        lanes_->set_state(state);
     distrust_sleeps_locked();
+}
+
+void Stream::set_kernel_filter_locked(const trace_event_set_t &filtered)
+{
+    kernel_->set_filter(filtered);
+    if (lanes_)
+        lanes_->set_filter(filtered);
+}
+
+// What the rings the merge reads could not hold, the kernel's and the lanes'.
+KernelProgram::Losses Stream::transport_losses_locked() const
+{
+    KernelProgram::Losses losses = kernel_->losses();
+    if (lanes_)
+        losses.ring_full += lanes_->lost();
+    return losses;
+}
+
+uint64_t Stream::refused_while_full_locked() const
+{
+    return kernel_->refused_while_full() + (lanes_ ? lanes_->refused_while_full() : 0);
 }
 
 void Stream::distrust_sleeps_locked()
@@ -262,8 +300,8 @@ int Stream::clear()
     // until now; a record stamped earlier that is still being written is
     // dropped when it comes. The cut-off is read last: nothing recorded
     // after it is discarded.
-    kernel_losses_seen_ = kernel_->losses();
-    refusals_seen_ = kernel_->refused_while_full();
+    kernel_losses_seen_ = transport_losses_locked();
+    refusals_seen_ = refused_while_full_locked();
     misses_seen_ = kernel_->recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
@@ -328,6 +366,7 @@ int Stream::shutdown()
     }
     std::lock_guard lock(mutex_);
     merger_ = RingMerger();
+    lanes_.reset(); // the merge read them until now
     kernel_.reset();
     buffer_.reset();
     pending_system_.clear();

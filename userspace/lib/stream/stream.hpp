@@ -19,6 +19,7 @@
 #include "attributes/attributes.hpp"
 #include "events/event_names.hpp"
 #include "events/stream_user_events.hpp"
+#include "emit/lanes.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
 #include "util/library_threads.hpp"
@@ -132,6 +133,10 @@ private:
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_user_event(const pt_record &record);
     void set_kernel_state_locked(pt_stream_state state);
+    void set_kernel_filter_locked(const trace_event_set_t &filtered);
+    KernelProgram::Losses transport_losses_locked() const;
+    uint64_t refused_while_full_locked() const;
+    bool takes_lanes(pid_t target, const Attributes &attributes) const;
     void distrust_sleeps_locked();
     void track_sleep_locked(const pt_record &record, const uint8_t *data);
     bool note_hidden_wakeup_locked(const pt_record &report);
@@ -169,6 +174,7 @@ private:
     SystemSlot slot_;
     std::unique_ptr<KernelProgram> kernel_;
     RingMerger merger_;
+    std::unique_ptr<LaneAttachment> lanes_; // this process's user events, without the uprobe
     std::unique_ptr<EventBuffer> buffer_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread

@@ -58,6 +58,11 @@ std::optional<timespec> Stream::drain_timeout_locked() const
 void Stream::drain_pass_locked()
 {
     uint64_t now = monotonic_now();
+    if (lanes_) {
+        lanes_->adopt_new_lanes(merger_, now);
+        if (passes_ % kLaneReclaimPeriodPasses == 0)
+            lanes_->reclaim_lanes_of_exited_threads();
+    }
     LibraryThreads::refresh(library_threads_);
     report_kernel_losses_locked();
     account_refusals_locked(now);
@@ -97,7 +102,7 @@ void Stream::report_kernel_losses_locked()
             looked_ns = std::min(looked_ns, misses_read_ns_);
         misses_read_ns_ = last_pass_ns_;
     }
-    KernelProgram::Losses counted = kernel_->losses();
+    KernelProgram::Losses counted = transport_losses_locked();
     uint64_t ring_full = counted.ring_full - kernel_losses_seen_.ring_full;
     uint64_t unreported = counted.unreported_switches - kernel_losses_seen_.unreported_switches;
     kernel_losses_seen_ = counted;
@@ -142,7 +147,7 @@ void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
 // the time of the previous reading (they happened after it).
 void Stream::account_refusals_locked(uint64_t now_ns)
 {
-    uint64_t refused = kernel_->refused_while_full();
+    uint64_t refused = refused_while_full_locked();
     uint64_t fresh = refused - refusals_seen_, since = refusals_read_ns_;
     refusals_seen_ = refused;
     refusals_read_ns_ = now_ns;

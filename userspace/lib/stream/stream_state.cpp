@@ -48,9 +48,9 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     trace_event_set_t both = updated;
     for (size_t i = 0; i < std::size(both.__bits); ++i)
         both.__bits[i] |= change.old_filter.__bits[i];
-    kernel_->set_filter(both);
+    set_kernel_filter_locked(both);
     uint64_t now = monotonic_now();
-    kernel_->set_filter(filter_);
+    set_kernel_filter_locked(filter_);
     distrust_sleeps_locked();
     if (running_)
         queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);

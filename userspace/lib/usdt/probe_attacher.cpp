@@ -163,6 +163,13 @@ bool ProbeAttacher::user_event_probe_compatible(const UsdtProbe &probe) const
     return true;
 }
 
+void ProbeAttacher::leave_user_events_of(pid_t pid, const std::string &path)
+{
+    if (auto file = open_in_root(pid, path))
+        if (auto id = identify(*file))
+            user_events_elsewhere_ = Placement{*id, scope_of(pid)};
+}
+
 int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
                                        std::optional<FileId> interpreter)
 {
@@ -181,7 +188,8 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
             names = true; // names in-band: best effort, memory is the fallback
             kernel_.attach_user_name_probe(scope, object.file.path(),
                                            sites_of(*object.probes, probe.provider, probe.name));
-        } else if (probe.name == "event" && !events && user_event_probe_compatible(probe)) {
+        } else if (probe.name == "event" && !events && user_event_probe_compatible(probe) &&
+                   object.placement != user_events_elsewhere_) {
             events = true;
             err = kernel_.attach_user_event_probe(
                 scope, object.file.path(), sites_of(*object.probes, probe.provider, probe.name));

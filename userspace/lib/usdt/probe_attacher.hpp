@@ -47,6 +47,10 @@ public:
     std::optional<std::string> usdt_name(trace_event_id_t id) const;
     size_t usdt_type_count() const { return usdt_names_.size(); }
 
+    // posix_trace_event()'s probe is not attached in `path` as `pid` maps it
+    // (the process's lanes carry those events: emit/lanes.hpp).
+    void leave_user_events_of(pid_t pid, const std::string &path);
+
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
 
@@ -98,6 +102,7 @@ private:
     KernelProgram &kernel_;
     KernelProgram::Config config_;
     bool system_wide_;
+    std::optional<Placement> user_events_elsewhere_; // see leave_user_events_of()
     std::vector<std::string> specs_;
     std::map<FileId, std::shared_ptr<const std::vector<UsdtProbe>>> notes_;
     std::set<Placement> scanned_;

@@ -1,0 +1,91 @@
+#pragma once
+#include <sys/types.h>
+#include <trace.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "posixtrace.h"
+#include "stream/local_ring.hpp"
+
+namespace posixtrace {
+
+class RingMerger;
+
+// The in-process fast path of posix_trace_event() (docs/architecture.md,
+// "Lanes"). A stream that traces its own process, without inheritance, takes
+// the process's user events from lanes instead of the uprobe: rings in the
+// process's memory, one per emitting thread and nesting level, that the
+// emitting thread writes with plain stores and the stream's drain thread
+// merges with the kernel's rings.
+//
+// Lanes and their control are the process's, not a stream's: they are never
+// unmapped, so an emitter that raced with the end of a stream never touches
+// freed memory, and the next stream that traces the process reuses them.
+// One stream at a time takes the fast path; others use the uprobe.
+
+// A ring and who writes it.
+struct Lane {
+    explicit Lane(size_t bytes) : ring(bytes) {}
+    LocalRing ring;
+    std::atomic<pid_t> owner{0}; // the writing thread's tid; 0: free
+    Lane *next = nullptr;        // the process's list of lanes, newest first
+};
+
+// What the emit path reads: the stream's state and filter, mirrored from
+// what the kernel side reads, and the list of lanes.
+struct LaneControl;
+
+// Nonzero while a stream takes the fast path: posix_trace_event() reads it
+// first, so an untraced call costs a load and a branch.
+extern std::atomic<uint32_t> lanes_in_use;
+
+// Emits one user event into the calling thread's lane if a stream takes the
+// fast path. Async-signal-safe; no lock, no system call once the thread has
+// its lane.
+void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len, void *caller);
+
+// The stream's side: held by the one stream that takes the fast path.
+class LaneAttachment {
+public:
+    // The fast path for a stream of the calling process; nullptr if another
+    // stream holds it or the control could not be mapped. `lane_bytes`: the
+    // size of lanes created from now on. `now_ns`: CLOCK_MONOTONIC, read
+    // before the call; the lanes that exist are skipped (what they hold
+    // belongs to an earlier stream) and join `merger` now.
+    static std::unique_ptr<LaneAttachment> attach(size_t lane_bytes, uint32_t max_data_size,
+                                                  RingMerger &merger, uint64_t now_ns);
+    explicit LaneAttachment(LaneControl &control); // see attach()
+    ~LaneAttachment(); // the fast path is free again; the lanes stay
+    LaneAttachment(const LaneAttachment &) = delete;
+    LaneAttachment &operator=(const LaneAttachment &) = delete;
+
+    // Both with the kernel's own (KernelProgram): before the caller stamps
+    // the change, so a record stamped after it sees it.
+    void set_state(pt_stream_state state);
+    void set_filter(const trace_event_set_t &filtered);
+
+    // Lanes created since the previous call join `merger`. `now_ns` is
+    // CLOCK_MONOTONIC read before the call: lanes published after the list
+    // is read here hold only records stamped after it.
+    void adopt_new_lanes(RingMerger &merger, uint64_t now_ns);
+    // Lanes of threads that exited are given back, their unfinished records
+    // discarded (a thread can only leave one so through a signal handler).
+    void reclaim_lanes_of_exited_threads();
+
+    // Events that found no room: a full lane, no lane (signal handlers
+    // nested too deep, no memory for one). Only grows.
+    uint64_t lost() const;
+    // Events refused while POSIX_TRACE_UNTIL_FULL had stopped the stream.
+    uint64_t refused_while_full() const;
+
+private:
+    LaneControl &control_;
+    Lane *adopted_head_ = nullptr; // the newest lane already in the merge
+    uint64_t listed_after_ns_ = 0; // the clock read before the list was last read
+    uint64_t lost_before_ = 0, refused_before_ = 0;
+};
+
+} // namespace posixtrace
