@@ -105,7 +105,8 @@ int posix_trace_get_counters(trace_id_t trid, struct posix_trace_counters *count
  * the last three to lost_in_stream. Returns EINVAL for a bad trid or a NULL
  * pointer. */
 struct posix_trace_loss_counters {
-    uint64_t ring_full;           /* a per-CPU BPF ring had no room */
+    uint64_t ring_full;           /* a per-CPU BPF ring, or a thread's lane (the user
+                                     events of a stream's own process), had no room */
     uint64_t switches_unreported; /* thread events of context switches the kernel made
                                      without firing sched_switch (some kernels do), and
                                      the wakeups it hid with them; each is reported by an

@@ -83,6 +83,7 @@ Lane *take_free_lane(LaneControl &control, pid_t tid)
     for (Lane *lane = control.lanes.load(std::memory_order_acquire); lane; lane = lane->next) {
         pid_t free = 0;
         if (lane->owner.load(std::memory_order_relaxed) == 0 &&
+            lane->ring.bytes() == control.lane_bytes.load(std::memory_order_relaxed) &&
             lane->owner.compare_exchange_strong(free, tid, std::memory_order_acquire))
             return lane;
     }
@@ -119,6 +120,13 @@ Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
         std::fill(std::begin(me.lane), std::end(me.lane), nullptr);
         std::atomic_signal_fence(std::memory_order_seq_cst);
         me.pid = control.pid;
+    }
+    // A lane sized for an earlier stream is given up for one of this
+    // stream's size (it holds nothing of this stream: see attach()).
+    if (Lane *held = me.lane[depth];
+        held && held->ring.bytes() != control.lane_bytes.load(std::memory_order_relaxed)) {
+        me.lane[depth] = nullptr;
+        held->owner.store(0, std::memory_order_release);
     }
     if (!me.lane[depth]) {
         Lane *lane = take_free_lane(control, me.tid);
@@ -192,8 +200,8 @@ LaneControl *control_of_this_process()
 {
     LaneControl *control = control_page.load(std::memory_order_acquire);
     if (!control) {
-        void *page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
+        void *page =
+            mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (page == MAP_FAILED)
             return nullptr;
         if (madvise(page, kPageBytes, MADV_WIPEONFORK) != 0) {

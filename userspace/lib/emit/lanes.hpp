@@ -58,7 +58,7 @@ public:
     static std::unique_ptr<LaneAttachment> attach(size_t lane_bytes, uint32_t max_data_size,
                                                   RingMerger &merger, uint64_t now_ns);
     explicit LaneAttachment(LaneControl &control); // see attach()
-    ~LaneAttachment(); // the fast path is free again; the lanes stay
+    ~LaneAttachment();                             // the fast path is free again; the lanes stay
     LaneAttachment(const LaneAttachment &) = delete;
     LaneAttachment &operator=(const LaneAttachment &) = delete;
 

@@ -16,8 +16,8 @@
 
 // Named as <sys/sdt.h> expects; exported so tracers can find it by symbol.
 extern "C" {
-__attribute__((visibility("default"), section(".probes"))) unsigned short
-    posix_trace_event_semaphore;
+__attribute__((visibility("default"),
+               section(".probes"))) unsigned short posix_trace_event_semaphore;
 }
 
 POSIXTRACE_EXPORT __attribute__((noinline)) void

@@ -29,6 +29,7 @@ public:
     void discard(pt_record *record);
     // Records reserve() had no room for: only grows.
     uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+    size_t bytes() const { return memory_.bytes(); }
 
     // The reader's side, besides RecordRing.
     // Everything reserved so far is left unread (its writer may still

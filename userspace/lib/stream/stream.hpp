@@ -17,17 +17,17 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "emit/lanes.hpp"
 #include "events/event_names.hpp"
 #include "events/stream_user_events.hpp"
-#include "emit/lanes.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
-#include "util/library_threads.hpp"
 #include "stream/event_buffer.hpp"
 #include "stream/event_destination.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
+#include "util/library_threads.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
@@ -205,16 +205,16 @@ private:
     // recursion misses), reported or cleared already.
     KernelProgram::Losses kernel_losses_seen_{};
     uint64_t misses_seen_ = 0;
-    uint64_t misses_read_ns_ = 0;    // monotonic; when they were read last
+    uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last
     uint64_t misses_flush_ticket_ = 0; // the flush they were last read for
-    uint64_t stream_losses_due_ = 0; // dropped here, not reported yet
-    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
-    LossReport head_loss_;           // LOOP dropped the oldest events
-    bool resume_due_ = false;        // a posix_trace_resume follows head_loss_
-    LossReport lost_while_full_;     // UNTIL_FULL refused them
-    uint64_t last_dropped_ns_ = 0;   // realtime; LOOP's latest overwritten event
-    uint64_t refusals_seen_ = 0;     // kernel's UNTIL_FULL refusal count, accounted
-    uint64_t refusals_read_ns_ = 0;  // monotonic; when it was read last
+    uint64_t stream_losses_due_ = 0;   // dropped here, not reported yet
+    int64_t realtime_offset_ns_ = 0;   // realtime - monotonic, sampled at creation
+    LossReport head_loss_;             // LOOP dropped the oldest events
+    bool resume_due_ = false;          // a posix_trace_resume follows head_loss_
+    LossReport lost_while_full_;       // UNTIL_FULL refused them
+    uint64_t last_dropped_ns_ = 0;     // realtime; LOOP's latest overwritten event
+    uint64_t refusals_seen_ = 0;       // kernel's UNTIL_FULL refusal count, accounted
+    uint64_t refusals_read_ns_ = 0;    // monotonic; when it was read last
     posix_trace_counters counters_{};
     posix_trace_loss_counters losses_{};
     std::optional<trace_event_id_t> type_cursor_;

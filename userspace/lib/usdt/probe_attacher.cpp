@@ -1,7 +1,7 @@
 #include "usdt/probe_attacher.hpp"
 
-#include <posix_trace/events.h>
 #include <fcntl.h>
+#include <posix_trace/events.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -27,8 +27,7 @@ std::optional<ProbeAttacher::FileId> identify(const ProcessFile &file)
     uint64_t birth_ns = st.stx_mask & STATX_BTIME
                             ? uint64_t(st.stx_btime.tv_sec) * 1'000'000'000 + st.stx_btime.tv_nsec
                             : 0;
-    return ProbeAttacher::FileId{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino,
-                                 birth_ns};
+    return ProbeAttacher::FileId{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino, birth_ns};
 }
 
 // The tracer, not the object, ran out of something.
