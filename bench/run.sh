@@ -65,9 +65,13 @@ collect "no stream (semaphore off)" bash -c "$bin untraced $((events * 50)) | gr
 collect "uprobe floor: empty BPF program on the probe (bpftrace {})" under_bpftrace "usdt:$lib:posix_trace:event { }"
 stream_line() { "$bin" stream "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "lost=" v["lost"]}'; }
 mode_cost() { "$bin" "$1" "$events" | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2; }
-collect "posixtrace, stream suspended (program returns at once)" mode_cost stream-suspended
-collect "posixtrace, event type filtered out in the kernel" mode_cost stream-filtered
-collect "posixtrace stream, reader draining with getnext" stream_line
+uprobe_path() { POSIXTRACE_USER_EVENTS=kernel "$@"; } # as a stream of another process gets them
+collect "posixtrace lanes: stream suspended" mode_cost stream-suspended
+collect "posixtrace lanes: event type filtered out" mode_cost stream-filtered
+collect "posixtrace lanes: stream, reader draining with getnext" stream_line
+collect "posixtrace uprobe path: stream suspended (program returns)" uprobe_path mode_cost stream-suspended
+collect "posixtrace uprobe path: event type filtered out in the kernel" uprobe_path mode_cost stream-filtered
+collect "posixtrace uprobe path: stream, reader draining with getnext" uprobe_path stream_line
 if [ -x "$build/bench/bench_lttng" ]; then
     collect "LTTng-UST 2.13: tracepoint not enabled (no session)" \
         bash -c "$build/bench/bench_lttng $events | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2"
@@ -78,5 +82,6 @@ collect "bpftrace: 64 bytes to its output (printf %r buf)" \
     under_bpftrace "usdt:$lib:posix_trace:event { printf(\"%r\\n\", buf(arg1, 64)); }"
 echo
 echo "sustained delivery, 2 emitting threads x $events events, default stream size (8 MiB):"
-"$bin" sustained "$events"
+echo "lanes:        $("$bin" sustained "$events")"
+echo "uprobe path:  $(POSIXTRACE_USER_EVENTS=kernel "$bin" sustained "$events")"
 echo; bench/python_audit.sh "$build"

@@ -60,8 +60,10 @@ void Stream::drain_pass_locked()
     uint64_t now = monotonic_now();
     if (lanes_) {
         lanes_->adopt_new_lanes(merger_, now);
-        if (passes_ % kLaneReclaimPeriodPasses == 0)
+        if (now - lanes_reclaimed_ns_ >= kLaneReclaimPeriodNs) {
             lanes_->reclaim_lanes_of_exited_threads();
+            lanes_reclaimed_ns_ = now;
+        }
     }
     LibraryThreads::refresh(library_threads_);
     report_kernel_losses_locked();

@@ -21,8 +21,9 @@ inline constexpr uint64_t kFlushRetryNs = 50'000;
 // Reading the programs' recursion misses is a system call per program: done
 // every this many passes.
 inline constexpr uint64_t kMissesPeriodPasses = 8;
-// Lanes of threads that exited are looked for every this many passes.
-inline constexpr uint64_t kLaneReclaimPeriodPasses = 64;
+// Lanes of threads that exited are looked for this often (a system call per
+// lane in use).
+inline constexpr uint64_t kLaneReclaimPeriodNs = 20'000'000;
 inline constexpr size_t kMinRingBytes = 256 * 1024;
 inline constexpr size_t kMaxRingBytes = 64u << 20;
 
