@@ -3,6 +3,8 @@
 //   stream N              a running stream on this process, a reader draining it
 //   external N            waits for SIGUSR1 (an outside tracer attached), then emits
 //   sustained N           2 emitting threads and a reader: delivery rate and losses
+//   paced RATE N          the same, the 2 threads together emitting RATE events/s
+//                         (N each; the ns per event then include the sleeps)
 // Every mode emits N events of 64 bytes and prints one line of key=value.
 #include <posix_trace/events.h>
 #include <pthread.h>
@@ -77,7 +79,27 @@ void read_stream(trace_id_t trid, trace_event_id_t user_id, std::atomic<bool> &s
     }
 }
 
-int run_stream(trace_event_id_t id, long count, int emitters)
+// Emits `count` events at `per_second`: bursts of 1,024, sleeping between
+// them when ahead (a spinning emitter would starve the reader of CPU).
+double emit_paced(trace_event_id_t id, long count, double per_second)
+{
+    unsigned char payload[kPayload];
+    std::memset(payload, 0xab, sizeof payload);
+    auto begin = Clock::now();
+    for (long i = 0; i < count; ++i) {
+        if (i % 1024 == 0)
+            std::this_thread::sleep_until(
+                begin + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(double(i) / per_second)));
+        std::memcpy(payload, &i, sizeof i);
+        posix_trace_event(id, payload, sizeof payload);
+    }
+    std::chrono::duration<double, std::nano> elapsed = Clock::now() - begin;
+    return elapsed.count() / double(count);
+}
+
+// `per_second`: the emitters' total rate; 0 for as fast as they can.
+int run_stream(trace_event_id_t id, long count, int emitters, double per_second = 0)
 {
     trace_id_t trid;
     if (int err = posix_trace_create(0, nullptr, &trid)) {
@@ -93,7 +115,10 @@ int run_stream(trace_event_id_t id, long count, int emitters)
     auto begin = Clock::now();
     std::vector<std::thread> threads;
     for (int t = 0; t < emitters; ++t)
-        threads.emplace_back([&, t] { cost[t] = emit_ns_per_event(id, count); });
+        threads.emplace_back([&, t] {
+            cost[t] = per_second > 0 ? emit_paced(id, count, per_second / emitters)
+                                     : emit_ns_per_event(id, count);
+        });
     for (auto &thread : threads)
         thread.join();
     double emit_seconds = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -121,7 +146,7 @@ volatile sig_atomic_t go = 0;
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s untraced|stream|external|sustained COUNT\n", argv[0]);
+        std::fprintf(stderr, "usage: %s untraced|stream|external|sustained COUNT | paced RATE COUNT\n", argv[0]);
         return 1;
     }
     std::string mode = argv[1];
@@ -164,6 +189,8 @@ int main(int argc, char **argv)
     }
     if (mode == "sustained")
         return run_stream(id, count, 2);
+    if (mode == "paced" && argc > 3) // paced RATE COUNT
+        return run_stream(id, std::atol(argv[3]), 2, std::atof(argv[2]));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 1;
 }
