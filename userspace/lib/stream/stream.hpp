@@ -174,9 +174,8 @@ private:
     SystemSlot slot_;
     std::unique_ptr<KernelProgram> kernel_;
     RingMerger merger_;
-    std::unique_ptr<LaneAttachment> lanes_;
+    std::unique_ptr<LaneAttachment> lanes_; // this process's user events, without the uprobe
     uint64_t lanes_reclaimed_ns_ = 0; // monotonic; when exited threads' lanes were last looked for
-                                      // // this process's user events, without the uprobe
     std::unique_ptr<EventBuffer> buffer_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread

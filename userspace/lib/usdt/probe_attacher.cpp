@@ -162,11 +162,13 @@ bool ProbeAttacher::user_event_probe_compatible(const UsdtProbe &probe) const
     return true;
 }
 
-void ProbeAttacher::leave_user_events_of(pid_t pid, const std::string &path)
+bool ProbeAttacher::leave_user_events_of(pid_t pid, const std::string &path)
 {
-    if (auto file = open_in_root(pid, path))
-        if (auto id = identify(*file))
-            user_events_elsewhere_ = Placement{*id, scope_of(pid)};
+    auto file = open_in_root(pid, path);
+    auto id = file ? identify(*file) : std::nullopt;
+    if (id)
+        user_events_elsewhere_ = Placement{*id, scope_of(pid)};
+    return id.has_value();
 }
 
 int ProbeAttacher::attach_fixed_probes(const MappedObject &object,

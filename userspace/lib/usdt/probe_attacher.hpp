@@ -48,8 +48,10 @@ public:
     size_t usdt_type_count() const { return usdt_names_.size(); }
 
     // posix_trace_event()'s probe is not attached in `path` as `pid` maps it
-    // (the process's lanes carry those events: emit/lanes.hpp).
-    void leave_user_events_of(pid_t pid, const std::string &path);
+    // (the process's lanes carry those events: emit/lanes.hpp). False if the
+    // file could not be identified: the probe would then be attached.
+    bool leave_user_events_of(pid_t pid, const std::string &path);
+    void attach_user_events_everywhere() { user_events_elsewhere_.reset(); }
 
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
