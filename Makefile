@@ -141,7 +141,7 @@ $(BUILD)/bench/bench_lttng: bench/lttng/bench_lttng.c bench/lttng/bench_tp.c ben
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Ibench/lttng -o $@ bench/lttng/bench_lttng.c bench/lttng/bench_tp.c -llttng-ust -ldl
 
-$(BUILD)/bench/%: bench/%.cpp $(SHLIB)
+$(BUILD)/bench/%: bench/%.cpp bench/bench_support.hpp $(SHLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
 

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -115,17 +117,6 @@ Counted count_log(const char *path, trace_event_id_t user_id)
     posix_trace_close(trid);
     close(fd);
     return counted;
-}
-
-// Only the emitted events: this process's thread events would add to them.
-void filter_thread_events(trace_id_t trid)
-{
-    trace_event_set_t set;
-    posix_trace_eventset_empty(&set);
-    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
-         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
-        posix_trace_eventset_add(id, &set);
-    posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET);
 }
 
 off_t file_size(const char *path)

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -106,14 +108,7 @@ int run_stream(trace_event_id_t id, long count, int emitters, double per_second 
         std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
         return 1;
     }
-    // Thread events off: the losses counted are then the user events' alone
-    // (the kernel hides a few context switches, reported as lost).
-    trace_event_set_t thread_events;
-    posix_trace_eventset_empty(&thread_events);
-    for (trace_event_id_t td = POSIX_TRACE_TD_EVENT_FIRST;
-         td < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++td)
-        posix_trace_eventset_add(td, &thread_events);
-    posix_trace_set_filter(trid, &thread_events, POSIX_TRACE_SET_EVENTSET);
+    filter_thread_events(trid); // the losses counted are the user events'
     posix_trace_start(trid);
     std::atomic<bool> stop{false};
     ReadTotals totals;
