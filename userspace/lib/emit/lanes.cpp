@@ -63,18 +63,24 @@ bool filtered(const LaneControl &control, trace_event_id_t id)
     return (control.filter[id / 64].load(std::memory_order_relaxed) >> (id % 64)) & 1;
 }
 
-// CLOCK_MONOTONIC, as bpf_ktime_get_ns reads it. The loads after it must not
-// be done before it: the state read after the stamp decides whether the
-// record precedes a stop.
-uint64_t stamp_now()
+// The loads after a clock read are not done before it (rdtsc does not wait
+// for them; lfence does).
+void after_clock_read()
 {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_lfence();
 #else
     std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
+}
+
+// CLOCK_MONOTONIC, as bpf_ktime_get_ns reads it. The state read after the
+// stamp decides whether the record precedes a stop.
+uint64_t stamp_now()
+{
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    after_clock_read();
     return to_nanos(now);
 }
 
@@ -226,10 +232,7 @@ public:
 // The lanes' list is read after the clock: see adopt_new_lanes().
 Lane *lanes_listed_after_clock(const LaneControl &control)
 {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_lfence();
-#endif
+    after_clock_read();
     return control.lanes.load(std::memory_order_acquire);
 }
 

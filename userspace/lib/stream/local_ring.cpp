@@ -35,6 +35,13 @@ uint32_t *header_of(pt_record *record)
     return reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(record) - BPF_RINGBUF_HDR_SZ);
 }
 
+// Done with, not to be read: the reader skips it.
+void mark_discarded(uint32_t *header, uint32_t length)
+{
+    __atomic_store_n(header, (length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
+                     __ATOMIC_RELEASE);
+}
+
 } // namespace
 
 void LocalRing::commit(pt_record *record)
@@ -45,9 +52,8 @@ void LocalRing::commit(pt_record *record)
 
 void LocalRing::discard(pt_record *record)
 {
-    uint32_t *length = header_of(record);
-    __atomic_store_n(length, (*length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
-                     __ATOMIC_RELEASE);
+    uint32_t *header = header_of(record);
+    mark_discarded(header, *header);
 }
 
 void LocalRing::skip_unread()
@@ -66,8 +72,7 @@ void LocalRing::abandon_unfinished()
         auto *header = reinterpret_cast<uint32_t *>(memory_.data() + (at & (bytes - 1)));
         uint32_t length = __atomic_load_n(header, __ATOMIC_ACQUIRE);
         if (length & BPF_RINGBUF_BUSY_BIT)
-            __atomic_store_n(header, (length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
-                             __ATOMIC_RELEASE);
+            mark_discarded(header, length);
         at += span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
     }
 }
