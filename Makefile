@@ -97,7 +97,8 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
                  $(BUILD)/obj/userspace/cli/report/timeline.o \
                  $(BUILD)/obj/userspace/cli/report/report_page.o \
                  $(BUILD)/obj/userspace/cli/report/report_assets.o \
-                 $(BUILD)/obj/userspace/cli/threads/thread_table.o,$(CLI_OBJS)))
+                 $(BUILD)/obj/userspace/cli/threads/thread_table.o \
+                 $(BUILD)/obj/userspace/cli/threads/thread_screen.o,$(CLI_OBJS)))
 # And the library's way of opening a traced process's files, its merge of
 # rings and its own rings (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \

@@ -135,9 +135,8 @@ std::string thread_rows(const Timeline &timeline)
     uint64_t end = timeline.first_ns() + timeline.span_ns();
     static const ThreadRow no_thread_events;
     for (const auto &[tid, lane] : timeline.lanes()) {
-        auto found = timeline.threads().rows().find(tid);
-        const ThreadRow &row =
-            found == timeline.threads().rows().end() ? no_thread_events : found->second;
+        const ThreadRow *found = timeline.threads().current(tid);
+        const ThreadRow &row = found ? *found : no_thread_events;
         pid_t pid = lane.pid;
         out += "<tr><td>" + html_escape(lane.name) + "</td><td>" + std::to_string(tid) +
                "</td><td>" + std::to_string(pid) + "</td><td>" + seconds_text(row.run_time(end)) +

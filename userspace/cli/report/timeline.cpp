@@ -108,18 +108,18 @@ void Timeline::note_name(Lane &lane, const std::string &name)
 
 void Timeline::follow_thread_table(Lane &lane, uint64_t ns)
 {
-    auto row = threads_.rows().find(lane.tid);
-    if (row == threads_.rows().end())
+    const ThreadRow *row = threads_.current(lane.tid);
+    if (!row)
         return;
     if (lane.name.empty())
-        lane.name = row->second.name; // a new thread starts with its creator's name
+        lane.name = row->name; // a new thread starts with its creator's name
     static const std::map<char, LaneState> kStates = {
         {'R', LaneState::running}, {'W', LaneState::runnable}, {'S', LaneState::sleeping},
         {'L', LaneState::locked},  {'T', LaneState::stopped},  {'X', LaneState::exited}};
-    auto state = kStates.find(row->second.state);
+    auto state = kStates.find(row->state);
     if (state == kStates.end())
         return; // not known yet
-    enter(lane, state->second, state->second == LaneState::running ? row->second.cpu : -1, ns);
+    enter(lane, state->second, state->second == LaneState::running ? row->cpu : -1, ns);
 }
 
 // A thread's state changes at `ns`: the open span closes there.

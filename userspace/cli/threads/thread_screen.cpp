@@ -46,7 +46,7 @@ std::vector<const ThreadRow *> rows_in_order(const ThreadTable &table, uint64_t 
                                              uint64_t keep_exited_ns, size_t &hidden_exited)
 {
     std::vector<const ThreadRow *> live, exited;
-    for (const auto &[tid, thread] : table.rows())
+    for (const auto &thread : table.rows()) // in order of appearance, not of tid: tids wrap
         (thread.exited ? exited : live).push_back(&thread);
     std::sort(exited.begin(), exited.end(), [](const ThreadRow *a, const ThreadRow *b) {
         return a->exited_at_ns > b->exited_at_ns;

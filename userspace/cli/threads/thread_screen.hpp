@@ -26,9 +26,9 @@ struct ScreenLayout {
     uint64_t keep_exited_ns = 0; // 0: exited threads stay listed
 };
 
-// Live threads by tid, then the threads that exited (newest first, those
-// that exited within keep_exited_ns of now_ns); a last line says how many
-// did not fit.
+// Live threads in the order they appeared (not by tid: tids wrap), then the
+// threads that exited (newest first, those that exited within keep_exited_ns
+// of now_ns); a last line says how many did not fit.
 std::vector<std::string> render_threads(const ThreadTable &table, const ScreenHeader &header,
                                         uint64_t now_ns, const ScreenLayout &layout);
 

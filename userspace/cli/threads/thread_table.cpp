@@ -23,10 +23,24 @@ void ThreadTable::seed(pid_t tid, const std::string &name, char state, int cpu)
     thread.cpu = cpu;
 }
 
+ThreadRow &ThreadTable::new_row(pid_t tid)
+{
+    current_row_of_tid_[tid] = rows_.size();
+    ThreadRow &thread = rows_.emplace_back();
+    thread.tid = tid;
+    return thread;
+}
+
+const ThreadRow *ThreadTable::current(pid_t tid) const
+{
+    auto found = current_row_of_tid_.find(tid);
+    return found == current_row_of_tid_.end() ? nullptr : &rows_[found->second];
+}
+
 ThreadRow &ThreadTable::row(pid_t tid, const char *name)
 {
-    ThreadRow &thread = rows_[tid];
-    thread.tid = tid;
+    auto found = current_row_of_tid_.find(tid);
+    ThreadRow &thread = found == current_row_of_tid_.end() ? new_row(tid) : rows_[found->second];
     // Every event carries the thread's current name: renames show up at
     // its next event.
     if (name && *name)
@@ -53,6 +67,11 @@ void ThreadTable::apply(td_event_e event, const td_event_data &data, uint64_t ns
 {
     char name[sizeof data.name + 1] = {};
     std::memcpy(name, data.name, sizeof data.name);
+    if (event == TD_CREATE) {
+        const ThreadRow *reused = current(pid_t(data.value));
+        if (reused && reused->exited)
+            new_row(pid_t(data.value)); // the tid of a thread gone: another thread now
+    }
     ThreadRow &thread = row(data.tid, name);
     if (event != TD_REAP && event != TD_IDLE && !thread.exited)
         thread.cpu = int(data.cpu);
@@ -122,7 +141,7 @@ void ThreadTable::apply(td_event_e event, const td_event_data &data, uint64_t ns
 size_t ThreadTable::live_rows() const
 {
     size_t live = 0;
-    for (const auto &[tid, thread] : rows_)
+    for (const auto &thread : rows_)
         live += !thread.exited;
     return live;
 }

@@ -5,8 +5,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace posixtrace::cli {
@@ -47,15 +47,22 @@ public:
     // One td_* event (`event` is its TD_* number), stamped `ns` (CLOCK_REALTIME).
     void apply(td_event_e event, const td_event_data &data, uint64_t ns);
 
-    const std::map<pid_t, ThreadRow> &rows() const { return rows_; }
+    // Every thread seen, in the order they appeared. The kernel reuses a
+    // tid once its thread is gone (pid_max is 32768 on small machines), so a
+    // tid can have several rows: only the last is the live one.
+    const std::vector<ThreadRow> &rows() const { return rows_; }
+    // The row of the thread that holds `tid` now (or last held it), if any.
+    const ThreadRow *current(pid_t tid) const;
     const ThreadTotals &totals() const { return totals_; }
     size_t live_rows() const;
 
 private:
     ThreadRow &row(pid_t tid, const char *name);
+    ThreadRow &new_row(pid_t tid);
     void switched_off(ThreadRow &thread, uint64_t state_left, uint64_t ns);
 
-    std::map<pid_t, ThreadRow> rows_;
+    std::vector<ThreadRow> rows_;
+    std::unordered_map<pid_t, size_t> current_row_of_tid_;
     ThreadTotals totals_;
 };
 
