@@ -4,6 +4,7 @@
 
 #include <bpf/bpf.h>
 #include <catch2/catch.hpp>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -207,8 +209,7 @@ TEST_CASE("td_sleep counts a thread's voluntary switches; switchto and switchfro
     long slept = long(count(events, TD_SLEEP, worker)), hidden_in = lost.hidden_in[worker],
          hidden_out = lost.hidden_out[worker], hidden_ready = lost.hidden_ready[worker];
     std::string skipped = skipped_runs(stream.get());
-    CAPTURE(before.voluntary, after.voluntary, slept, hidden_in, hidden_out, hidden_ready,
-            skipped);
+    CAPTURE(before.voluntary, after.voluntary, slept, hidden_in, hidden_out, hidden_ready, skipped);
     CHECK(after.voluntary - before.voluntary >= 300);
     CHECK(std::labs(slept + hidden_out - (after.voluntary - before.voluntary)) <= 2);
     long to = long(count(events, TD_SWITCHTO, worker)),
@@ -822,4 +823,98 @@ TEST_CASE("the library's own threads are never traced nor counted in td_concurre
           "[thread_events]")
 {
     CHECK(in_child(library_threads_stay_out) == 0);
+}
+
+namespace {
+
+// The tid of this process's thread named `name`, or 0.
+pid_t thread_named(const char *name)
+{
+    std::unique_ptr<DIR, int (*)(DIR *)> tasks(opendir("/proc/self/task"), closedir);
+    while (dirent *entry = tasks ? readdir(tasks.get()) : nullptr) {
+        std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+        std::string found;
+        if (std::getline(comm, found) && found == name)
+            return pid_t(std::atoi(entry->d_name));
+    }
+    return 0;
+}
+
+// The kernel hands a dead thread's tid out again as soon as it wraps (here
+// it is made to, through ns_last_pid). A thread of the application that gets
+// the tid of a drain thread that just ended is the application's: its events
+// are all there, and the kernel's last words about the drain are not.
+// Exit status: 0, or the number of the check that failed.
+int tid_of_a_gone_library_thread_is_reused()
+{
+    trace_id_t first, second;
+    if (posix_trace_create(0, nullptr, &first) != 0 || posix_trace_start(first) != 0)
+        return 10;
+    pid_t drain = thread_named("posixtrace-drn");
+    if (drain <= 1)
+        return 11;
+    posix_trace_shutdown(first);
+    trace_event_id_t id;
+    if (posix_trace_create(0, nullptr, &second) != 0 || posix_trace_start(second) != 0 ||
+        posix_trace_eventid_open("reused.tid", &id) != 0)
+        return 12;
+    struct Worker {
+        pid_t wanted, tid;
+        trace_event_id_t id;
+    } worker{drain, 0, id};
+    // Another process may take the tid first: then the next try.
+    for (int attempt = 0; attempt < 100 && worker.tid != drain; ++attempt) {
+        std::ofstream("/proc/sys/kernel/ns_last_pid") << drain - 1 << std::endl;
+        pthread_t thread;
+        if (pthread_create(
+                &thread, nullptr,
+                [](void *arg) -> void * {
+                    auto *w = static_cast<Worker *>(arg);
+                    w->tid = gettid();
+                    for (uint32_t i = 0; w->tid == w->wanted && i < 100; ++i)
+                        posix_trace_event(w->id, &i, sizeof i);
+                    return nullptr;
+                },
+                &worker) != 0)
+            return 13;
+        pthread_join(thread, nullptr);
+    }
+    if (worker.tid != drain)
+        return 14;
+    usleep(100 * 1000);
+    posix_trace_stop(second);
+    size_t user = 0, created = 0, died = 0;
+    for (;;) {
+        posix_trace_event_info info;
+        td_event_data data;
+        size_t len;
+        int none;
+        if (posix_trace_trygetnext_event(second, &info, &data, sizeof data, &len, &none) != 0)
+            return 15;
+        if (none)
+            break;
+        if (info.posix_event_id == id && info.posix_tid == drain)
+            ++user;
+        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
+            pid_t(data.value) == drain)
+            ++created;
+        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_DEATH - 1 && data.tid == drain)
+            ++died;
+    }
+    posix_trace_shutdown(second);
+    if (user != 100)
+        return 1;
+    if (created != 1)
+        return 2;
+    if (died != 1) // the worker's death; not the drain's, if it came after the start
+        return 3;
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("a thread that gets the tid of a library thread gone just before is traced",
+          "[thread_events]")
+{
+    CHECK(in_child(tid_of_a_gone_library_thread_is_reused) == 0);
 }

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "util/library_threads.hpp"
 #include <vector>
 
 #include "attributes/attributes.hpp"
@@ -140,7 +142,7 @@ private:
     bool full_ = false;
     bool overrun_ = false;     // since take_overrun()
     bool overwritten_ = false; // ever: the trailer's log overrun status
-    std::jthread writer_;
+    LibraryThreads::Thread writer_;
 };
 
 } // namespace posixtrace::log

@@ -180,7 +180,7 @@ private:
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread
     UniqueFd epoll_;    // the rings and wakeup_
-    std::jthread drain_;
+    LibraryThreads::Thread drain_;
 
     mutable std::mutex mutex_;
     std::condition_variable flushed_;

@@ -265,21 +265,26 @@ bool Stream::is_thread_event(const pt_record &record)
 }
 
 // The trace system never traces itself: events about the library's own
-// threads in this process (by them, or td_create of one) are left out.
+// threads in this process (by them, or td_create of one) are left out. The
+// library's threads never call posix_trace_event(): a user event is always
+// the application's, whatever thread once had its tid.
 bool Stream::about_library_thread(const pt_record &record, const uint8_t *data) const
 {
-    if (record.cpu == UINT16_MAX || pid_t(record.pid) != creator_pid_)
+    if (record.cpu == UINT16_MAX || pid_t(record.pid) != creator_pid_ || is_user_event(record))
         return false;
-    if (library_threads_.hides(pid_t(record.tid), record.timestamp_ns))
+    if (!is_thread_event(record) || record.data_len != sizeof(pt_td_data))
+        return library_threads_.hides(pid_t(record.tid), record.timestamp_ns, nullptr);
+    pt_td_data about;
+    std::memcpy(&about, data, sizeof about);
+    char name[sizeof about.name + 1] = {};
+    std::memcpy(name, about.name, sizeof about.name);
+    if (library_threads_.hides(about.tid, record.timestamp_ns, name))
         return true;
-    if (is_thread_event(record) && record.data_len == sizeof(pt_td_data)) {
-        pt_td_data about;
-        std::memcpy(&about, data, sizeof about);
-        if (library_threads_.hides(about.tid, record.timestamp_ns))
-            return true;
-        if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CREATE - 1)
-            return library_threads_.hides(pid_t(about.value), record.timestamp_ns);
-    }
+    if (about.tid != pid_t(record.tid) &&
+        library_threads_.hides(pid_t(record.tid), record.timestamp_ns, nullptr))
+        return true;
+    if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CREATE - 1)
+        return library_threads_.hides(pid_t(about.value), record.timestamp_ns, nullptr);
     return false;
 }
 

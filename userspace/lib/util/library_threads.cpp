@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "util/clock.hpp"
@@ -12,14 +13,13 @@
 namespace posixtrace {
 namespace {
 
-// A thread's events can follow the end of its body (its last switches, its
-// td_death) by this much; a tid is not reused that soon (pids cycle).
-constexpr uint64_t kLastEventsNs = 1'000'000'000;
-// Ended threads are kept this long, for the streams still draining their events.
+// Gone threads are kept this long, for the streams still draining their
+// events (the kernel reaps a thread within an RCU grace period).
 constexpr uint64_t kForgetAfterNs = 30'000'000'000;
 
 std::mutex registry_mutex;
 std::atomic<uint64_t> registry_generation{1};
+std::atomic<uint64_t> serials{0};
 
 LibraryThreads::Snapshot &registry() // guarded by registry_mutex
 {
@@ -34,20 +34,26 @@ uint64_t LibraryThreads::now_ns()
     return clock_nanos(CLOCK_MONOTONIC);
 }
 
+uint64_t LibraryThreads::next_serial()
+{
+    return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 void LibraryThreads::set_name(std::jthread &thread, const char *name)
 {
     pthread_setname_np(thread.native_handle(), name); // for top, ps -L
 }
 
-LibraryThreads::Membership::Membership(uint64_t spawned_ns) : tid_(gettid())
+LibraryThreads::Membership::Membership(uint64_t serial, const char *name, uint64_t spawned_ns)
+    : serial_(serial)
 {
     std::lock_guard lock(registry_mutex);
     auto &threads = registry().threads_;
     uint64_t now = now_ns();
     std::erase_if(threads, [&](const Snapshot::Lifetime &life) {
-        return life.tid == tid_ || (life.ended_ns && now - life.ended_ns > kForgetAfterNs);
+        return life.gone_ns && now - life.gone_ns > kForgetAfterNs;
     });
-    threads.push_back({tid_, spawned_ns, 0});
+    threads.push_back({serial, gettid(), name, spawned_ns, 0, 0});
     registry().generation_ = ++registry_generation;
 }
 
@@ -55,9 +61,46 @@ LibraryThreads::Membership::~Membership()
 {
     std::lock_guard lock(registry_mutex);
     for (auto &life : registry().threads_)
-        if (life.tid == tid_ && !life.ended_ns)
+        if (life.serial == serial_)
             life.ended_ns = now_ns();
     registry().generation_ = ++registry_generation;
+}
+
+void LibraryThreads::mark_gone(uint64_t serial)
+{
+    uint64_t joined_ns = now_ns(); // after the join: the thread ran its last user code
+    std::lock_guard lock(registry_mutex);
+    for (auto &life : registry().threads_)
+        if (life.serial == serial)
+            life.gone_ns = joined_ns;
+    registry().generation_ = ++registry_generation;
+}
+
+void LibraryThreads::Thread::join()
+{
+    thread_.join();
+    mark_gone(serial_);
+}
+
+LibraryThreads::Thread &LibraryThreads::Thread::operator=(Thread &&other)
+{
+    if (this != &other) {
+        if (joinable()) {
+            request_stop();
+            join();
+        }
+        thread_ = std::move(other.thread_);
+        serial_ = other.serial_;
+    }
+    return *this;
+}
+
+LibraryThreads::Thread::~Thread()
+{
+    if (joinable()) {
+        request_stop();
+        join();
+    }
 }
 
 void LibraryThreads::refresh(Snapshot &snapshot)
@@ -68,11 +111,20 @@ void LibraryThreads::refresh(Snapshot &snapshot)
     snapshot = registry();
 }
 
-bool LibraryThreads::Snapshot::hides(pid_t tid, uint64_t timestamp_ns) const
+// Until the join, the tid is the library thread's. After it, only the
+// kernel's last events about the thread can still come, and they carry its
+// name; a thread that got the tid since carries its creator's name (the
+// library's threads create none).
+bool LibraryThreads::Snapshot::hides(pid_t tid, uint64_t timestamp_ns, const char *name) const
 {
-    for (const auto &life : threads_)
-        if (life.tid == tid && (!life.ended_ns || timestamp_ns < life.ended_ns + kLastEventsNs))
+    for (const auto &life : threads_) {
+        if (life.tid != tid || timestamp_ns < life.spawned_ns)
+            continue;
+        if (!life.gone_ns || timestamp_ns < life.gone_ns)
             return true;
+        if (name && std::strncmp(name, life.name.c_str(), 16) == 0)
+            return true;
+    }
     return false;
 }
 
