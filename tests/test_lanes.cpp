@@ -5,7 +5,9 @@
 #include <trace.h>
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -344,4 +346,136 @@ TEST_CASE("lanes: two streams of the process each get every event", "[lanes]")
         REQUIRE(posix_trace_stop(stream->get()) == 0);
         CHECK(sequences_of(read_available(stream->get()), id)[0].size() == 100);
     }
+}
+
+namespace {
+
+// posix_trace_event() called with data the process cannot read faults on
+// the lanes (a bad pointer faults in any C function), in the middle of its
+// record; the handler leaves through siglongjmp, as a program that probes
+// memory does. On the uprobe path the kernel reads the data, and records
+// the event with its fault flag instead.
+sigjmp_buf fault_return;
+
+void leave_through_siglongjmp(int)
+{
+    siglongjmp(fault_return, 1);
+}
+
+class FaultsLeaveThroughSiglongjmp {
+public:
+    FaultsLeaveThroughSiglongjmp()
+    {
+        struct sigaction leave {};
+        leave.sa_handler = leave_through_siglongjmp;
+        sigemptyset(&leave.sa_mask);
+        REQUIRE(sigaction(SIGSEGV, &leave, &old_segv_) == 0);
+        REQUIRE(sigaction(SIGBUS, &leave, &old_bus_) == 0);
+        unreadable_ = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(unreadable_ != MAP_FAILED);
+    }
+    ~FaultsLeaveThroughSiglongjmp()
+    {
+        sigaction(SIGSEGV, &old_segv_, nullptr);
+        sigaction(SIGBUS, &old_bus_, nullptr);
+        munmap(unreadable_, 4096);
+    }
+    // Emits `id` with 64 bytes the process cannot read; true if the call
+    // was left through siglongjmp.
+    bool emit_unreadable(trace_event_id_t id)
+    {
+        if (sigsetjmp(fault_return, 1) != 0)
+            return true;
+        posix_trace_event(id, unreadable_, 64);
+        return false;
+    }
+
+private:
+    struct sigaction old_segv_ {};
+    struct sigaction old_bus_ {};
+    void *unreadable_ = nullptr;
+};
+
+size_t count_of(const std::vector<Event> &events, trace_event_id_t id)
+{
+    size_t count = 0;
+    for (const auto &event : events)
+        count += event.info.posix_event_id == id;
+    return count;
+}
+
+} // namespace
+
+TEST_CASE("lanes: a call left through siglongjmp loses its own event, counted, and nothing else",
+          "[lanes]")
+{
+    FaultsLeaveThroughSiglongjmp faults;
+    StreamGuard stream = started_stream();
+    trace_event_id_t good = user_event("lanes.good"), bad = user_event("lanes.bad");
+    size_t left = 0;
+    for (int i = 0; i < 10; ++i) {
+        left += faults.emit_unreadable(bad);
+        emit_numbered(good, 0, i);
+    }
+    // Then many events: a level left in use for good would leave this
+    // thread without a lane after a few (each counted lost).
+    for (int i = 10; i < 1000; ++i)
+        emit_numbered(good, 0, i);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    auto events = read_available(stream.get());
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+
+    std::vector<int> expected(1000);
+    for (int i = 0; i < 1000; ++i)
+        expected[size_t(i)] = i;
+    CHECK(sequences_of(events, good)[0] == expected);
+    check_timestamps_ordered(events);
+    if (uprobe_path_forced()) { // the kernel copies nothing, and says so
+        CHECK(left == 0);
+        CHECK(count_of(events, bad) == 10);
+        CHECK(losses.ring_full == 0);
+    } else {
+        CHECK(left == 10);
+        CHECK(count_of(events, bad) == 0);
+        CHECK(losses.ring_full == 10); // each record the fault left unfinished, no more
+    }
+}
+
+TEST_CASE("lanes: a thread that left a record unfinished and blocks does not hold the stream",
+          "[lanes]")
+{
+    FaultsLeaveThroughSiglongjmp faults;
+    StreamGuard stream = started_stream();
+    trace_event_id_t good = user_event("lanes.good"), bad = user_event("lanes.bad");
+    int release[2];
+    REQUIRE(pipe(release) == 0);
+    std::atomic<int> left{-1};
+    std::thread blocked([&] {
+        left = faults.emit_unreadable(bad);
+        char byte;
+        (void)!read(release[0], &byte, 1); // blocked here, its record still busy
+    });
+    while (left < 0)
+        std::this_thread::yield();
+    for (int i = 0; i < 100; ++i)
+        emit_numbered(good, 0, i);
+
+    // Every event of the main thread comes, while the other thread blocks.
+    std::vector<int> sequence;
+    while (sequence.size() < 100) {
+        timespec deadline = realtime_in(10'000'000'000LL);
+        ReadResult next = get_next(stream.get(), GetNext::Timed, &deadline);
+        REQUIRE(next.err == 0);
+        if (next.info.posix_event_id == good)
+            sequence.push_back(int(sequence.size()));
+    }
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(losses.ring_full == (uprobe_path_forced() ? 0u : 1u));
+    CHECK(left == (uprobe_path_forced() ? 0 : 1));
+    REQUIRE(write(release[1], "x", 1) == 1);
+    blocked.join();
+    close(release[0]);
+    close(release[1]);
 }

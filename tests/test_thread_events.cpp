@@ -853,11 +853,11 @@ int tid_of_a_gone_library_thread_is_reused()
     pid_t drain = thread_named("posixtrace-drn");
     if (drain <= 1)
         return 11;
-    posix_trace_shutdown(first);
-    trace_event_id_t id;
+    trace_event_id_t id; // the second stream's drain is created while the first one lives
     if (posix_trace_create(0, nullptr, &second) != 0 || posix_trace_start(second) != 0 ||
         posix_trace_eventid_open("reused.tid", &id) != 0)
         return 12;
+    posix_trace_shutdown(first);
     struct Worker {
         pid_t wanted, tid;
         trace_event_id_t id;

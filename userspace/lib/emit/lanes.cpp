@@ -1,14 +1,18 @@
 #include "emit/lanes.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -46,12 +50,18 @@ static_assert(sizeof(LaneControl) <= kPageBytes);
 std::atomic<LaneControl *> control_page{nullptr};
 std::mutex attach_mutex;
 
-// The calling thread's lanes, one per nesting level.
+// The calling thread's lanes, one per nesting level, and the calls in
+// progress: the call at level L keeps a token in its own stack frame, and
+// its address and value here, so a later call can tell whether it still
+// runs (docs/architecture.md, "Lanes").
 struct ThreadLanes {
     pid_t pid; // the process the lanes are of (another: before a fork)
     pid_t tid;
-    unsigned depth;
+    unsigned depth; // the levels in use: calls in progress, or left through siglongjmp
+    uint64_t calls;
     Lane *lane[kNestingLevels];
+    const volatile uint64_t *token_at[kNestingLevels];
+    uint64_t token[kNestingLevels];
 };
 constinit thread_local ThreadLanes this_thread_lanes
     __attribute__((tls_model("initial-exec"))) = {};
@@ -121,12 +131,6 @@ Lane *new_lane(LaneControl &control, pid_t tid)
 
 Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
 {
-    if (me.pid != control.pid) { // the thread's first event in this process
-        me.tid = pid_t(syscall(SYS_gettid));
-        std::fill(std::begin(me.lane), std::end(me.lane), nullptr);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        me.pid = control.pid;
-    }
     // A lane sized for an earlier stream is given up for one of this
     // stream's size (it holds nothing of this stream: see attach()).
     if (Lane *held = me.lane[depth];
@@ -198,6 +202,50 @@ void record_in_lane(LaneControl &control, ThreadLanes &me, unsigned depth, trace
     lane->ring.commit(record);
 }
 
+// The thread's first event in this process (or the first since a fork,
+// whose child inherits the parent's thread-local state).
+void first_event_in_process(ThreadLanes &me, pid_t pid)
+{
+    me.depth = 0;
+    me.tid = pid_t(syscall(SYS_gettid));
+    std::fill(std::begin(me.lane), std::end(me.lane), nullptr);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    me.pid = pid;
+}
+
+// Whether the call at `level` still runs: its frame still holds its token.
+// Read with process_vm_readv, which fails instead of faulting: the frame
+// may have been on a signal stack since unmapped.
+bool still_running(const ThreadLanes &me, pid_t pid, unsigned level)
+{
+    if (!me.token_at[level])
+        return false;
+    uint64_t seen = 0;
+    iovec into{&seen, sizeof seen};
+    iovec from{const_cast<uint64_t *>(me.token_at[level]), sizeof seen};
+    if (process_vm_readv(pid, &into, 1, &from, 1, 0) == ssize_t(sizeof seen))
+        return seen == me.token[level];
+    return errno != EFAULT; // not allowed to look (seccomp): assume it runs
+}
+
+// A signal handler that interrupted posix_trace_event() and left through
+// siglongjmp leaves its level in use, and perhaps a record busy in its
+// lane, for good. The levels whose call is gone are taken back here, and
+// their busy records discarded and counted lost: their writer is gone, and
+// it was this thread. A frame that is gone can still hold its token (if
+// nothing overwrote that stack since): then the level stays in use, and the
+// drain gives the record up (give_up_stalled_records).
+unsigned levels_still_in_use(ThreadLanes &me, pid_t pid, unsigned depth)
+{
+    while (depth > 0 && !still_running(me, pid, depth - 1)) {
+        --depth;
+        if (depth < kNestingLevels && me.lane[depth])
+            me.lane[depth]->ring.abandon_unfinished();
+        me.depth = depth;
+    }
+    return depth;
+}
+
 // ---- the stream's side ---------------------------------------------------
 
 // Under attach_mutex. The control of this process, mapped on first use and
@@ -226,8 +274,39 @@ LaneControl *control_of_this_process()
 
 class LaneView final : public RecordRing {
 public:
-    explicit LaneView(const LocalRing &ring) { view_like(ring); }
+    explicit LaneView(Lane &lane) : lane_(lane) { view_like(lane.ring); }
+    Lane &lane() const { return lane_; }
+
+private:
+    Lane &lane_;
 };
+
+// CPU time the thread has run, from its thread CPU clock (the clock id
+// pthread_getcpuclockid() makes from a tid); 0 if it cannot be read.
+uint64_t cpu_time_of(pid_t tid)
+{
+    const clockid_t thread_clock = clockid_t((~unsigned(tid) << 3) | 6); // per thread, sched
+    timespec ran;
+    return clock_gettime(thread_clock, &ran) == 0 ? to_nanos(ran) : 0;
+}
+
+// Whether the thread is blocked in a system call other than those the
+// emit path can make while a record is busy (vDSO fallbacks).
+bool blocked_in_other_syscall(pid_t pid, pid_t tid)
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char text[32] = {};
+    ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (got <= 0 || text[0] < '0' || text[0] > '9') // "running", or -1: not in a call
+        return false;
+    long number = std::strtol(text, nullptr, 10);
+    return number != SYS_clock_gettime && number != SYS_gettimeofday && number != SYS_getcpu;
+}
 
 // The lanes' list is read after the clock: see adopt_new_lanes().
 Lane *lanes_listed_after_clock(const LaneControl &control)
@@ -245,9 +324,27 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
         event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
         return;
     ThreadLanes &me = this_thread_lanes;
+    if (me.pid != control->pid)
+        first_event_in_process(me, control->pid);
     unsigned depth = me.depth;
-    me.depth = depth + 1; // a signal handler that emits now takes the next lane
-    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (depth != 0)
+        depth = levels_still_in_use(me, control->pid, depth);
+    if (depth >= kNestingLevels) { // counted, as no lane
+        record_in_lane(*control, me, depth, event_id, data, data_len, caller);
+        return;
+    }
+    // This call's token, in its frame; published before the level is taken,
+    // and checked after: a handler that ran in between took this level for
+    // itself (it saw it free) and overwrote the token.
+    volatile uint64_t token;
+    do {
+        token = ++me.calls ^ reinterpret_cast<uintptr_t>(&me);
+        me.token_at[depth] = &token;
+        me.token[depth] = token;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        me.depth = depth + 1; // a signal handler that emits now takes the next lane
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    } while (me.token_at[depth] != &token || me.token[depth] != token);
     record_in_lane(*control, me, depth, event_id, data, data_len, caller);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     me.depth = depth;
@@ -277,7 +374,7 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, uint32
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
         lane->ring.skip_unread(); // an earlier stream's
-        merger.add_ring(std::make_unique<LaneView>(lane->ring), now_ns);
+        merger.add_ring(std::make_unique<LaneView>(*lane), now_ns);
     }
     attachment->adopted_head_ = head;
     control->attached.store(1, std::memory_order_release);
@@ -313,7 +410,7 @@ void LaneAttachment::adopt_new_lanes(RingMerger &merger, uint64_t now_ns)
     // after the clock read before it: its records are stamped later.
     Lane *head = lanes_listed_after_clock(control_);
     for (Lane *lane = head; lane != adopted_head_; lane = lane->next)
-        merger.add_ring(std::make_unique<LaneView>(lane->ring), listed_after_ns_);
+        merger.add_ring(std::make_unique<LaneView>(*lane), listed_after_ns_);
     adopted_head_ = head;
     listed_after_ns_ = now_ns;
 }
@@ -327,6 +424,30 @@ void LaneAttachment::reclaim_lanes_of_exited_threads()
         lane->ring.abandon_unfinished();
         lane->owner.compare_exchange_strong(owner, 0, std::memory_order_release);
     }
+}
+
+void LaneAttachment::give_up_stalled_records(RingMerger &merger)
+{
+    merger.give_up_stalled([&](const RecordRing &ring, uint64_t position) {
+        auto *view = dynamic_cast<const LaneView *>(&ring);
+        if (!view)
+            return false;
+        Lane &lane = view->lane();
+        pid_t owner = lane.owner.load(std::memory_order_acquire);
+        if (owner == 0)
+            return false;
+        uint64_t ran = cpu_time_of(owner);
+        if (lane.watched_position != position || lane.watched_owner != owner) {
+            lane.watched_position = position;
+            lane.watched_owner = owner;
+            lane.watched_owner_cpu_ns = ran;
+            return false;
+        }
+        if (ran - lane.watched_owner_cpu_ns < kStalledCpuNs &&
+            !blocked_in_other_syscall(control_.pid, owner))
+            return false;
+        return lane.ring.give_up(position);
+    });
 }
 
 uint64_t LaneAttachment::lost() const

@@ -62,6 +62,22 @@ void LocalRing::skip_unread()
                      __ATOMIC_RELEASE);
 }
 
+bool LocalRing::give_up(uint64_t position)
+{
+    if (!mapped())
+        return false;
+    auto *header =
+        reinterpret_cast<uint32_t *>(memory_.data() + (position & (memory_.bytes() - 1)));
+    uint32_t length = __atomic_load_n(header, __ATOMIC_ACQUIRE);
+    if (!(length & BPF_RINGBUF_BUSY_BIT) ||
+        !__atomic_compare_exchange_n(header, &length,
+                                     (length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
+                                     false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return false;
+    given_up_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 void LocalRing::abandon_unfinished()
 {
     if (!mapped())
@@ -72,7 +88,7 @@ void LocalRing::abandon_unfinished()
         auto *header = reinterpret_cast<uint32_t *>(memory_.data() + (at & (bytes - 1)));
         uint32_t length = __atomic_load_n(header, __ATOMIC_ACQUIRE);
         if (length & BPF_RINGBUF_BUSY_BIT)
-            mark_discarded(header, length);
+            give_up(at);
         at += span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
     }
 }

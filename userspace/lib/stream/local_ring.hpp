@@ -27,23 +27,32 @@ public:
     void commit(pt_record *record);
     // Gives up a reserved record: the reader skips it.
     void discard(pt_record *record);
-    // Records reserve() had no room for: only grows.
-    uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+    // Records reserve() had no room for, and records given up: only grows.
+    uint64_t lost() const
+    {
+        return lost_.load(std::memory_order_relaxed) + given_up_.load(std::memory_order_relaxed);
+    }
     size_t bytes() const { return memory_.bytes(); }
 
     // The reader's side, besides RecordRing.
     // Everything reserved so far is left unread (its writer may still
     // finish a record: it stays its own until then).
     void skip_unread();
-    // Records left busy by a writer that is gone are discarded. Only once
-    // nobody can write the ring any more.
+    // Records left busy by a writer that is gone are discarded and counted
+    // lost. By the reader once nobody can write the ring any more, or by
+    // the writer's thread once it knows the call that wrote them is gone.
+    // Async-signal-safe.
     void abandon_unfinished();
+    // The record at `position`, if still busy, is discarded and counted
+    // lost; false if its writer finished it first (or another gave it up).
+    bool give_up(uint64_t position);
 
 private:
     MirroredMemory memory_;
-    uint64_t producer_pos_ = 0; // written by the writer, read by the merge
-    uint64_t consumer_pos_ = 0; // written by the merge (release()), read by the writer
-    std::atomic<uint64_t> lost_{0};
+    uint64_t producer_pos_ = 0;         // written by the writer, read by the merge
+    uint64_t consumer_pos_ = 0;         // written by the merge (release()), read by the writer
+    std::atomic<uint64_t> lost_{0};     // written by the writer alone
+    std::atomic<uint64_t> given_up_{0}; // by the writer's thread and the reader
 };
 
 } // namespace posixtrace

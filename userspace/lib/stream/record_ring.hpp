@@ -36,7 +36,7 @@ public:
     struct Record {
         Slot slot;
         const pt_record *record; // when Committed
-        uint64_t size;           // bytes to the next record (when not Busy)
+        uint64_t size;           // bytes to the next record
     };
     // What is at `position`, which must be below producer().
     Record at(uint64_t position) const
@@ -44,9 +44,9 @@ public:
         const uint8_t *header = data_ + (position & (bytes_ - 1));
         uint32_t length =
             __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
+        uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
         if (length & BPF_RINGBUF_BUSY_BIT)
-            return {Slot::Busy, nullptr, 0};
-        uint64_t size = span_of(length & ~BPF_RINGBUF_DISCARD_BIT);
+            return {Slot::Busy, nullptr, size};
         if (length & BPF_RINGBUF_DISCARD_BIT)
             return {Slot::Discarded, nullptr, size};
         return {Slot::Committed, reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ),

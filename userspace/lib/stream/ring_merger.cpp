@@ -147,6 +147,17 @@ void RingMerger::release(Window &window)
     window.reader->release(oldest);
 }
 
+void RingMerger::give_up_stalled(const StalledRecord &give_up)
+{
+    for (Window &window : windows_) {
+        if (!window.reader->mapped() || window.scanned >= window.reader->producer())
+            continue;
+        RecordRing::Record next = window.reader->at(window.scanned);
+        if (next.slot == RecordRing::Slot::Busy && give_up(*window.reader, window.scanned))
+            window.scanned += next.size;
+    }
+}
+
 bool RingMerger::holding() const
 {
     for (const Window &window : windows_)
