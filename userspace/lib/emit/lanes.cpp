@@ -323,6 +323,11 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
     if (!control || !control->attached.load(std::memory_order_acquire) ||
         event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
         return;
+    // What a suspended stream or a filtered event costs: these loads (the
+    // checks are made again once a lane is taken).
+    uint32_t state = control->state.load(std::memory_order_acquire);
+    if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
+        return;
     ThreadLanes &me = this_thread_lanes;
     if (me.pid != control->pid)
         first_event_in_process(me, control->pid);
