@@ -177,8 +177,16 @@ private:
 struct LoggedEvents {
     std::map<std::string, std::vector<long>> values; // event name -> first int of its data
     std::map<std::string, std::set<long>> pids;      // event name -> the processes it came from
-    std::map<long, long> parent_of;                  // process_fork: child -> parent
-    size_t forks_not_inherited = 0;                  // process_fork with inherited = 0
+    // Each process that ended while recorded, in the order they ended, with
+    // its parent and the names of the events it sent. A pid names one
+    // process from its fork to its exit: the kernel hands it out again
+    // after (it wraps at pid_max, 32768 here, within a fork storm).
+    struct Ended {
+        long pid, parent;
+        std::set<std::string> said;
+    };
+    std::vector<Ended> ended;
+    size_t forks_not_inherited = 0; // process_fork with inherited = 0
     // Event name -> how many came before the first "*.done": what the
     // workload itself did, without what its exit() brings (under ASan, the
     // leak check clones a process of its own).
@@ -218,6 +226,7 @@ LoggedEvents read_log(const std::string &log)
     Run dump = run_cli("dump --json " + log);
     REQUIRE(dump.status == 0);
     LoggedEvents events;
+    std::map<long, LoggedEvents::Ended> alive; // by pid, from its fork on
     bool done = false;
     for (const auto &line : dump.lines()) {
         size_t at = line.find("\"event\":\"");
@@ -229,9 +238,17 @@ LoggedEvents read_log(const std::string &log)
         done = done || name.ends_with(".done");
         if (!done)
             ++events.before_done[name];
+        long pid = number_of(line, "pid");
+        alive[pid].said.insert(name);
         if (name == "process_fork") { // data: parent, child, inherited
-            events.parent_of[data_int(line, 1)] = data_int(line, 0);
+            long child = data_int(line, 1);
             events.forks_not_inherited += data_int(line, 2) == 0;
+            alive[child] = {child, data_int(line, 0), {}};
+        }
+        if (name == "process_exit") {
+            LoggedEvents::Ended &end = alive[pid];
+            events.ended.push_back({pid, end.parent, std::move(end.said)});
+            alive.erase(pid);
         }
     }
     std::smatch lost;
@@ -410,11 +427,11 @@ TEST_CASE("abuse: a fork storm under --inherit, stopped by Ctrl-C", "[abuse]")
     REQUIRE(events.pids["forks.done"].empty());              // still storming at the stop
     long abuser = *events.pids["posix_trace_start"].begin(); // the traced process
     size_t ended = 0, without_hello = 0;
-    for (long pid : events.pids["process_exit"]) {
-        if (events.parent_of[pid] != abuser)
+    for (const auto &end : events.ended) {
+        if (end.parent != abuser)
             continue;
         ++ended;
-        without_hello += !events.pids["child.hello"].count(pid);
+        without_hello += !end.said.count("child.hello");
     }
     INFO(ended << " children ended while recorded");
     CHECK(ended > 100);
