@@ -145,15 +145,13 @@ Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
     return me.lane[depth];
 }
 
-// As the kernel's user_event program does: the checks, a reservation, the
-// stamp, the checks again (a record stamped after a stop or a filter change
-// took effect is discarded), then the record.
-void record_in_lane(LaneControl &control, ThreadLanes &me, unsigned depth, trace_event_id_t id,
-                    const void *data, size_t data_len, void *caller)
+// As the kernel's user_event program does: the checks (the caller's read of
+// `state` and the filter passed them), a reservation, the stamp, the checks
+// again (a record stamped after a stop or a filter change took effect is
+// discarded), then the record.
+void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsigned depth,
+                    trace_event_id_t id, const void *data, size_t data_len, void *caller)
 {
-    uint32_t state = control.state.load(std::memory_order_acquire);
-    if (state == PT_STREAM_SUSPENDED || filtered(control, id))
-        return;
     if (state == PT_STREAM_FULL) {
         control.refused_full.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -272,15 +270,6 @@ LaneControl *control_of_this_process()
     return control;
 }
 
-class LaneView final : public RecordRing {
-public:
-    explicit LaneView(Lane &lane) : lane_(lane) { view_like(lane.ring); }
-    Lane &lane() const { return lane_; }
-
-private:
-    Lane &lane_;
-};
-
 // CPU time the thread has run, from its thread CPU clock (the clock id
 // pthread_getcpuclockid() makes from a tid); 0 if it cannot be read.
 uint64_t cpu_time_of(pid_t tid)
@@ -292,10 +281,10 @@ uint64_t cpu_time_of(pid_t tid)
 
 // Whether the thread is blocked in a system call other than those the
 // emit path can make while a record is busy (vDSO fallbacks).
-bool blocked_in_other_syscall(pid_t pid, pid_t tid)
+bool blocked_in_other_syscall(pid_t tid)
 {
     char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -307,6 +296,42 @@ bool blocked_in_other_syscall(pid_t pid, pid_t tid)
     long number = std::strtol(text, nullptr, 10);
     return number != SYS_clock_gettime && number != SYS_gettimeofday && number != SYS_getcpu;
 }
+
+// A lane as the merge reads it. A record its thread left busy for good (a
+// signal handler that interrupted posix_trace_event() left through
+// siglongjmp, and the thread has not emitted since from where it would
+// notice) is given up and counted lost, so the merge goes on: once the
+// owner has run kStalledCpuNs of CPU time, or is blocked in a system call,
+// while the record stayed busy. A writer needs microseconds; a preempted or
+// stopped one runs no CPU time and is waited for.
+class LaneView final : public RecordRing {
+public:
+    explicit LaneView(Lane &lane) : lane_(lane) { view_like(lane.ring); }
+
+    bool give_up_stalled(uint64_t position) override
+    {
+        pid_t owner = lane_.owner.load(std::memory_order_acquire);
+        if (owner == 0)
+            return false;
+        uint64_t ran = cpu_time_of(owner);
+        if (watched_position_ != position || watched_owner_ != owner) { // first look at it
+            watched_position_ = position;
+            watched_owner_ = owner;
+            watched_owner_cpu_ns_ = ran;
+            return false;
+        }
+        if (ran - watched_owner_cpu_ns_ < kStalledCpuNs && !blocked_in_other_syscall(owner))
+            return false;
+        return lane_.ring.give_up(position);
+    }
+
+private:
+    static constexpr uint64_t kStalledCpuNs = 10'000'000;
+    Lane &lane_;
+    uint64_t watched_position_ = UINT64_MAX;
+    pid_t watched_owner_ = 0;
+    uint64_t watched_owner_cpu_ns_ = 0;
+};
 
 // The lanes' list is read after the clock: see adopt_new_lanes().
 Lane *lanes_listed_after_clock(const LaneControl &control)
@@ -323,8 +348,8 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
     if (!control || !control->attached.load(std::memory_order_acquire) ||
         event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
         return;
-    // What a suspended stream or a filtered event costs: these loads (the
-    // checks are made again once a lane is taken).
+    // What a suspended stream or a filtered event costs: these loads (both
+    // are read again once the record is stamped).
     uint32_t state = control->state.load(std::memory_order_acquire);
     if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
         return;
@@ -335,7 +360,7 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
     if (depth != 0)
         depth = levels_still_in_use(me, control->pid, depth);
     if (depth >= kNestingLevels) { // counted, as no lane
-        record_in_lane(*control, me, depth, event_id, data, data_len, caller);
+        record_in_lane(*control, state, me, depth, event_id, data, data_len, caller);
         return;
     }
     // This call's token, in its frame; published before the level is taken,
@@ -350,7 +375,7 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
         me.depth = depth + 1; // a signal handler that emits now takes the next lane
         std::atomic_signal_fence(std::memory_order_seq_cst);
     } while (me.token_at[depth] != &token || me.token[depth] != token);
-    record_in_lane(*control, me, depth, event_id, data, data_len, caller);
+    record_in_lane(*control, state, me, depth, event_id, data, data_len, caller);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     me.depth = depth;
 }
@@ -429,30 +454,6 @@ void LaneAttachment::reclaim_lanes_of_exited_threads()
         lane->ring.abandon_unfinished();
         lane->owner.compare_exchange_strong(owner, 0, std::memory_order_release);
     }
-}
-
-void LaneAttachment::give_up_stalled_records(RingMerger &merger)
-{
-    merger.give_up_stalled([&](const RecordRing &ring, uint64_t position) {
-        auto *view = dynamic_cast<const LaneView *>(&ring);
-        if (!view)
-            return false;
-        Lane &lane = view->lane();
-        pid_t owner = lane.owner.load(std::memory_order_acquire);
-        if (owner == 0)
-            return false;
-        uint64_t ran = cpu_time_of(owner);
-        if (lane.watched_position != position || lane.watched_owner != owner) {
-            lane.watched_position = position;
-            lane.watched_owner = owner;
-            lane.watched_owner_cpu_ns = ran;
-            return false;
-        }
-        if (ran - lane.watched_owner_cpu_ns < kStalledCpuNs &&
-            !blocked_in_other_syscall(control_.pid, owner))
-            return false;
-        return lane.ring.give_up(position);
-    });
 }
 
 uint64_t LaneAttachment::lost() const

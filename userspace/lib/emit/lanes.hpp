@@ -32,10 +32,6 @@ struct Lane {
     LocalRing ring;
     std::atomic<pid_t> owner{0}; // the writing thread's tid; 0: free
     Lane *next = nullptr;        // the process's list of lanes, newest first
-    // The drain's watch on a record that stays busy (give_up_stalled_records).
-    uint64_t watched_position = UINT64_MAX;
-    pid_t watched_owner = 0;
-    uint64_t watched_owner_cpu_ns = 0;
 };
 
 // What the emit path reads: the stream's state and filter, mirrored from
@@ -79,15 +75,8 @@ public:
     // discarded and counted lost (a thread can only leave one so through a
     // signal handler).
     void reclaim_lanes_of_exited_threads();
-    // A record its thread left busy for good (a signal handler that
-    // interrupted posix_trace_event() left through siglongjmp, and the
-    // thread has not emitted since from where it would notice) is given up
-    // and counted lost, so the merge goes on: once the owner has run
-    // kStalledCpuNs of CPU time, or is blocked in a system call, while the
-    // record stayed busy. A writer needs microseconds; a preempted or
-    // stopped one is waited for.
-    void give_up_stalled_records(RingMerger &merger);
-    static constexpr uint64_t kStalledCpuNs = 10'000'000;
+    // (A record a thread left busy for good is given up by the lane's view
+    // in the merge: RingMerger::pass_abandoned_records, lanes.cpp LaneView.)
 
     // Events that found no room: a full lane, no lane (signal handlers
     // nested too deep, no memory for one). Only grows.

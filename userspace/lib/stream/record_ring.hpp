@@ -53,6 +53,13 @@ public:
                 size};
     }
 
+    // The record at `position` is busy and has been at every look since
+    // the merge reached it. True if its writer will never finish it and it
+    // was given up (counted lost by the ring's owner): the merge passes it
+    // and never reads that position again, whatever the writer does later.
+    // A kernel ring's writer is a BPF program, which always finishes.
+    virtual bool give_up_stalled(uint64_t /*position*/) { return false; }
+
     // Gives the producer back the space before `position`.
     void release(uint64_t position)
     {

@@ -147,13 +147,13 @@ void RingMerger::release(Window &window)
     window.reader->release(oldest);
 }
 
-void RingMerger::give_up_stalled(const StalledRecord &give_up)
+void RingMerger::pass_abandoned_records()
 {
     for (Window &window : windows_) {
         if (!window.reader->mapped() || window.scanned >= window.reader->producer())
             continue;
         RecordRing::Record next = window.reader->at(window.scanned);
-        if (next.slot == RecordRing::Slot::Busy && give_up(*window.reader, window.scanned))
+        if (next.slot == RecordRing::Slot::Busy && window.reader->give_up_stalled(window.scanned))
             window.scanned += next.size;
     }
 }

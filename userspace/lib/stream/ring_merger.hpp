@@ -64,12 +64,10 @@ public:
     // returns it: nothing stamped before it can still come. `system` is
     // sorted by timestamp.
     uint64_t merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
-    // Rings whose next record is still being written are shown to
-    // `give_up(ring, position)`; where it returns true, the writer will never
-    // finish it (its owner counted it lost): the merge passes it and never
-    // reads it, whatever its writer does later.
-    using StalledRecord = std::function<bool(const RecordRing &, uint64_t position)>;
-    void give_up_stalled(const StalledRecord &give_up);
+    // Each ring whose next record is still being written is asked whether
+    // its writer will ever finish it (RecordRing::give_up_stalled); the merge
+    // passes the records given up.
+    void pass_abandoned_records();
     // Records read or reserved and not delivered yet.
     bool holding() const;
     // Takes every record read or committed out of the merge, handing each to

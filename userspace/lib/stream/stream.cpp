@@ -67,10 +67,12 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     probes_ = std::make_unique<ProbeAttacher>(*kernel_, config, inherit);
     // This process's user events come through the lanes or through the
     // probe, never both, never neither.
-    if (takes_lanes(target, attributes) && probes_->leave_user_events_of(target, binary) &&
-        !(lanes_ = LaneAttachment::attach(config.ring_bytes, config.max_data_size, merger_,
-                                          monotonic_now())))
-        probes_->attach_user_events_everywhere(); // another stream holds the lanes
+    if (takes_lanes(target, attributes) && probes_->leave_user_events_of(target, binary)) {
+        lanes_ = LaneAttachment::attach(config.ring_bytes, config.max_data_size, merger_,
+                                        monotonic_now());
+        if (!lanes_)
+            probes_->attach_user_events_everywhere(); // another stream holds the lanes
+    }
     if (int err = probes_->refresh(target))
         return err;
 

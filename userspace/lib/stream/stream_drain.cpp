@@ -62,7 +62,7 @@ void Stream::drain_pass_locked()
         lanes_->adopt_new_lanes(merger_, now);
         if (now - lanes_reclaimed_ns_ >= kLaneReclaimPeriodNs) {
             lanes_->reclaim_lanes_of_exited_threads();
-            lanes_->give_up_stalled_records(merger_);
+            merger_.pass_abandoned_records();
             lanes_reclaimed_ns_ = now;
         }
     }
