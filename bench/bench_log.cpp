@@ -138,7 +138,7 @@ int run_log(const char *path, trace_event_id_t id, double rate, double seconds, 
         std::fprintf(stderr, "posix_trace_create_withlog: %s\n", std::strerror(err));
         return 1;
     }
-    filter_thread_events(trid);
+    filter_out_thread_events(trid);
     posix_trace_start(trid);
     Emitted emitted = run_emitters(id, rate, seconds, count);
     auto stop_begin = Clock::now();
@@ -165,7 +165,7 @@ int run_memory(trace_event_id_t id, double rate, double seconds)
     trace_id_t trid;
     if (posix_trace_create(0, nullptr, &trid))
         return 1;
-    filter_thread_events(trid);
+    filter_out_thread_events(trid);
     posix_trace_start(trid);
     std::atomic<bool> done{false};
     Counted read;

@@ -4,13 +4,14 @@
 #include <trace.h>
 
 // Only the emitted events: this process's thread events would add to them
-// (and the kernel hides a few context switches, reported as lost).
-inline void filter_thread_events(trace_id_t trid)
+// (and the kernel hides a few context switches, reported as lost). Returns
+// posix_trace_set_filter's result. The tests use it too (test_support.hpp).
+inline int filter_out_thread_events(trace_id_t trid)
 {
     trace_event_set_t set;
     posix_trace_eventset_empty(&set);
     for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
          id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
         posix_trace_eventset_add(id, &set);
-    posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET);
+    return posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET);
 }

@@ -108,7 +108,7 @@ int run_stream(trace_event_id_t id, long count, int emitters, double per_second 
         std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
         return 1;
     }
-    filter_thread_events(trid); // the losses counted are the user events'
+    filter_out_thread_events(trid); // the losses counted are the user events'
     posix_trace_start(trid);
     std::atomic<bool> stop{false};
     ReadTotals totals;

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "../bench/bench_support.hpp" // filter_thread_events, shared with the benchmarks
+
 namespace test_support {
 
 using Clock = std::chrono::steady_clock;
@@ -116,12 +118,7 @@ inline StreamGuard make_stream(const trace_attr_t *attr = nullptr)
 // posix_trace_filter event is recorded then.
 inline void filter_thread_events(trace_id_t trid)
 {
-    trace_event_set_t set;
-    posix_trace_eventset_empty(&set);
-    for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
-         id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
-        posix_trace_eventset_add(id, &set);
-    REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+    REQUIRE(filter_out_thread_events(trid) == 0);
 }
 
 struct Event {
@@ -151,7 +148,8 @@ inline std::vector<Event> read_available(trace_id_t trid, bool skip_thread_event
             break;
         if (skip_thread_events && is_thread_event(event.info.posix_event_id))
             continue;
-        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(std::min(len, buffer.size())));
+        event.data.assign(buffer.begin(),
+                          buffer.begin() + std::ptrdiff_t(std::min(len, buffer.size())));
         events.push_back(std::move(event));
     }
     return events;
@@ -184,8 +182,7 @@ struct ReadResult {
 // Runs f in a detached thread. A test that sees the future never become
 // ready reports a failure and moves on (shutting the stream down usually
 // releases the thread) instead of hanging. f must capture by value only.
-template <class F>
-auto run_detached(F f) -> std::future<decltype(f())>
+template <class F> auto run_detached(F f) -> std::future<decltype(f())>
 {
     std::packaged_task<decltype(f())()> task(std::move(f));
     auto future = task.get_future();

@@ -764,6 +764,25 @@ TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_event
 
 namespace {
 
+// Reads every event the stream has, handing each to `visit` with its data
+// read as td_event_data. Returns the first nonzero `visit` returned, or
+// `read_error` if a read failed, else 0.
+template <class Visit> int each_event(trace_id_t trid, int read_error, Visit visit)
+{
+    for (;;) {
+        posix_trace_event_info info;
+        td_event_data data{};
+        size_t len;
+        int none;
+        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &none) != 0)
+            return read_error;
+        if (none)
+            return 0;
+        if (int verdict = visit(info, data))
+            return verdict;
+    }
+}
+
 // In a fresh process with one thread: a self-traced stream with the default
 // filter while the thread sleeps, then creates and joins one thread. Exit
 // status: 0, or the number of the check that failed.
@@ -789,26 +808,22 @@ int library_threads_stay_out()
     std::set<pid_t> app = {gettid(), worker_tid};
     size_t thread_events = 0;
     std::vector<uint64_t> concurrency;
-    for (;;) {
-        posix_trace_event_info info;
-        td_event_data data;
-        size_t len;
-        int none;
-        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &none) != 0)
-            return 12;
-        if (none)
-            break;
-        if (!is_thread_event(info.posix_event_id))
-            continue;
-        ++thread_events;
-        if (!app.count(info.posix_tid) || !app.count(data.tid))
-            return 1; // an event about a thread that is not the application's
-        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-            !app.count(pid_t(data.value)))
-            return 2;
-        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CONCURRENCY - 1)
-            concurrency.push_back(data.value);
-    }
+    int verdict =
+        each_event(trid, 12, [&](const posix_trace_event_info &info, const td_event_data &data) {
+            if (!is_thread_event(info.posix_event_id))
+                return 0;
+            ++thread_events;
+            if (!app.count(info.posix_tid) || !app.count(data.tid))
+                return 1; // an event about a thread that is not the application's
+            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
+                !app.count(pid_t(data.value)))
+                return 2;
+            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CONCURRENCY - 1)
+                concurrency.push_back(data.value);
+            return 0;
+        });
+    if (verdict)
+        return verdict;
     posix_trace_shutdown(trid);
     if (thread_events > 60) // the main thread slept twice, the worker lived once
         return 3;
@@ -884,23 +899,17 @@ int tid_of_a_gone_library_thread_is_reused()
     usleep(100 * 1000);
     posix_trace_stop(second);
     size_t user = 0, created = 0, died = 0;
-    for (;;) {
-        posix_trace_event_info info;
-        td_event_data data;
-        size_t len;
-        int none;
-        if (posix_trace_trygetnext_event(second, &info, &data, sizeof data, &len, &none) != 0)
-            return 15;
-        if (none)
-            break;
-        if (info.posix_event_id == id && info.posix_tid == drain)
-            ++user;
-        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-            pid_t(data.value) == drain)
-            ++created;
-        if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_DEATH - 1 && data.tid == drain)
-            ++died;
-    }
+    int verdict =
+        each_event(second, 15, [&](const posix_trace_event_info &info, const td_event_data &data) {
+            user += info.posix_event_id == id && info.posix_tid == drain;
+            created += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
+                       pid_t(data.value) == drain;
+            died += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_DEATH - 1 &&
+                    data.tid == drain;
+            return 0;
+        });
+    if (verdict)
+        return verdict;
     posix_trace_shutdown(second);
     if (user != 100)
         return 1;

@@ -11,13 +11,12 @@
 #include <optional>
 #include <string>
 #include <thread>
-
-#include "util/library_threads.hpp"
 #include <vector>
 
 #include "attributes/attributes.hpp"
 #include "log/log_format.hpp"
 #include "posixtrace.h"
+#include "util/library_threads.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace::log {
