@@ -430,7 +430,34 @@ struct {
  * and only if the thread has reporting enabled and the type is in its mask
  * or in the global mask; the thread's message buffer then keeps it. With no
  * agent, every thread reports (the stream's filter alone decides). */
-static __always_inline bool td_wanted(__u32 tgid, __u32 tid, __u32 type, bool *has_agent)
+/* The inode number of the task's pidfd: which thread holds its tid, where
+ * the tid alone may name an earlier thread. 0 once the task released its tid
+ * (exit clears thread_pid) or where the kernel has no pidfs. */
+static __always_inline __u64 thread_identity(struct task_struct *task)
+{
+    if (!bpf_core_field_exists(struct pid, ino))
+        return 0;
+    return BPF_CORE_READ(task, thread_pid, ino);
+}
+
+/* Whether the table's entry for a tid is about `task` rather than an earlier
+ * holder of the tid (NULL: a thread known only by its tid, taken as the
+ * entry's). */
+static __always_inline bool td_entry_is_of(const struct pt_td_thread *entry,
+                                           struct task_struct *task)
+{
+    __u64 identity;
+
+    if (!task || entry->identity == 0)
+        return true;
+    identity = thread_identity(task);
+    if (identity != 0)
+        return entry->identity == identity;
+    return entry->exited_start == (BPF_CORE_READ(task, start_time) | 1);
+}
+
+static __always_inline bool td_wanted(__u32 tgid, __u32 tid, struct task_struct *task, __u32 type,
+                                      bool *has_agent)
 {
     struct pt_td_process *process = bpf_map_lookup_elem(&td_processes, &tgid);
     struct pt_td_thread *thread;
@@ -440,15 +467,17 @@ static __always_inline bool td_wanted(__u32 tgid, __u32 tid, __u32 type, bool *h
     if (!process)
         return true;
     thread = bpf_map_lookup_elem(&td_threads, &tid);
-    return thread && thread->enabled && ((thread->mask | process->global_mask) & bit);
+    return thread && thread->enabled && ((thread->mask | process->global_mask) & bit) &&
+           td_entry_is_of(thread, task);
 }
 
-static __always_inline bool td_reported(__u32 tgid, __u32 tid, __u32 type, __u64 value)
+static __always_inline bool td_reported(struct task_struct *task, __u32 tgid, __u32 tid, __u32 type,
+                                        __u64 value)
 {
     struct pt_td_message message = {};
     bool has_agent;
 
-    if (!td_wanted(tgid, tid, type, &has_agent))
+    if (!td_wanted(tgid, tid, task, type, &has_agent))
         return false;
     if (has_agent) {
         message.tgid = tgid;
@@ -487,7 +516,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
     struct pt_regs *user_regs;
     __u64 wakeup;
 
-    if (state_now == PT_STREAM_SUSPENDED || !td_reported(tgid, tid, type, value) ||
+    if (state_now == PT_STREAM_SUSPENDED || !td_reported(task, tgid, tid, type, value) ||
         event_filtered(event_id))
         return;
     if (!this_cpu_slot(&slot))
@@ -607,11 +636,13 @@ static __always_inline void report_unreported(struct pt_cpu_state *cpu_state, __
     bpf_ringbuf_submit(record, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline __u64 td_recordable(__u32 tgid, __u32 tid, __u32 type)
+static __always_inline __u64 td_recordable(__u32 tgid, __u32 tid, struct task_struct *task,
+                                           __u32 type)
 {
     bool has_agent;
 
-    return td_wanted(tgid, tid, type, &has_agent) && !event_filtered(PT_TD_EVENT_ID_FIRST + type - 1);
+    return td_wanted(tgid, tid, task, type, &has_agent) &&
+           !event_filtered(PT_TD_EVENT_ID_FIRST + type - 1);
 }
 
 /* Each CPU's switches form a chain: a switch's `prev` is the previous
@@ -636,13 +667,13 @@ static __always_inline void check_switch_chain(struct task_struct *prev, struct 
          * td_idle if the CPU went idle then */
         if (hidden_tid != 0 && process_traced(hidden_tgid))
             report_unreported(cpu_state, hidden_tgid, hidden_tid, 0,
-                              td_recordable(hidden_tgid, hidden_tid, PT_TD_SWITCHFROM) +
-                                  (td_recordable(hidden_tgid, hidden_tid, PT_TD_SLEEP) ||
-                                   td_recordable(hidden_tgid, hidden_tid, PT_TD_PREEMPT)) +
-                                  (prev_tid == 0 && td_recordable(hidden_tgid, hidden_tid, PT_TD_IDLE)));
+                              td_recordable(hidden_tgid, hidden_tid, NULL, PT_TD_SWITCHFROM) +
+                                  (td_recordable(hidden_tgid, hidden_tid, NULL, PT_TD_SLEEP) ||
+                                   td_recordable(hidden_tgid, hidden_tid, NULL, PT_TD_PREEMPT)) +
+                                  (prev_tid == 0 && td_recordable(hidden_tgid, hidden_tid, NULL, PT_TD_IDLE)));
         if (thread_traced(prev, trusted))
             report_unreported(cpu_state, prev_tgid, prev_tid, task_pthread_id(prev),
-                              td_recordable(prev_tgid, prev_tid, PT_TD_SWITCHTO));
+                              td_recordable(prev_tgid, prev_tid, prev, PT_TD_SWITCHTO));
     }
     cpu_state->last_next_tid = TASK_FIELD(next, pid, trusted);
     cpu_state->last_next_tgid = TASK_FIELD(next, tgid, trusted);
@@ -759,14 +790,18 @@ int BPF_PROG(td_pi_setprio_raw, struct task_struct *task, struct task_struct *pi
     return on_pi_setprio(task, pi_task, false);
 }
 
+/* The task is freed a grace period after it released its tid, which a new
+ * thread may hold by now: only an entry marked with this task's exit goes. */
 static __always_inline int on_process_free(struct task_struct *task, const bool trusted)
 {
     __u32 tid = BPF_CORE_READ(task, pid);
+    struct pt_td_thread *thread;
 
     if (thread_traced(task, trusted))
         TD_EMIT(trusted, task, PT_TD_REAP, 0, 0);
-    bpf_map_delete_elem(&td_threads, &tid);
-    bpf_map_delete_elem(&futex_waits, &tid);
+    thread = bpf_map_lookup_elem(&td_threads, &tid);
+    if (thread && thread->exited_start == (BPF_CORE_READ(task, start_time) | 1))
+        bpf_map_delete_elem(&td_threads, &tid);
     return 0;
 }
 
@@ -987,6 +1022,25 @@ int BPF_PROG(process_exec_raw, struct task_struct *task, pid_t former_tid, struc
     return on_process_exec(task, former_tid, bprm);
 }
 
+/* A thread's per-tid state, while it still holds its tid: its futex wait
+ * ends here, and its table entry is marked so that its last events, and
+ * only its own, still find it (see on_process_free). */
+static __always_inline void forget_exiting_thread(struct task_struct *task)
+{
+    __u32 tid = BPF_CORE_READ(task, pid);
+    struct pt_td_thread *thread;
+
+    bpf_map_delete_elem(&futex_waits, &tid);
+    thread = bpf_map_lookup_elem(&td_threads, &tid);
+    if (!thread)
+        return;
+    if (thread->identity != 0 && td_entry_is_of(thread, task))
+        thread->exited_start = BPF_CORE_READ(task, start_time) | 1;
+    else /* written for an earlier holder of the tid after it had gone, or
+          * with no identity, which the tid's next holder would inherit */
+        bpf_map_delete_elem(&td_threads, &tid);
+}
+
 /* Fires for every thread that exits; the process has ended when the last
  * one goes (signal->live reached zero before this tracepoint). */
 static __always_inline int on_process_exit(struct task_struct *task, const bool trusted)
@@ -998,6 +1052,7 @@ static __always_inline int on_process_exit(struct task_struct *task, const bool 
 
     __s32 live = BPF_CORE_READ(task, signal, live.counter);
 
+    forget_exiting_thread(task);
     if (!process_traced(tgid))
         return 0;
     if (stream_state != PT_STREAM_SUSPENDED) {

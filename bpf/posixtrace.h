@@ -153,10 +153,17 @@ struct pt_td_data {
 #define PT_MAX_TD_THREADS 65536
 
 /* Per thread (key: tid): reporting enabled, and its event mask (bit n-1 for
- * TD event n). */
+ * TD event n). The kernel hands a tid out again once its thread is gone, so
+ * an entry also says which thread it is about: `identity`, the inode number
+ * of the thread's pidfd (pidfs, Linux 6.9+; unique while the system runs, 0
+ * where unknown), and, once the thread exited, `exited_start`: its start
+ * time | 1. A thread's last events (its final switch, td_reap) come after
+ * it released its tid, when its pidfd inode can no longer be read. */
 struct pt_td_thread {
     __u32 enabled;
     __u32 mask;
+    __u64 identity;
+    __u64 exited_start;
 };
 
 /* Per process (key: tgid): present once a thread agent controls it (the

@@ -4,7 +4,6 @@
 
 #include <bpf/bpf.h>
 #include <catch2/catch.hpp>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
@@ -17,7 +16,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -760,170 +758,4 @@ TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_event
     // The thread that has its entry is unaffected, and so is its reporting.
     CHECK(td_thr_set_event(&s.first, &events) == TD_OK);
     CHECK(s.round("a\n") == Delivered{{s.tid(0), SIGUSR1}});
-}
-
-namespace {
-
-// Reads every event the stream has, handing each to `visit` with its data
-// read as td_event_data. Returns the first nonzero `visit` returned, or
-// `read_error` if a read failed, else 0.
-template <class Visit> int each_event(trace_id_t trid, int read_error, Visit visit)
-{
-    for (;;) {
-        posix_trace_event_info info;
-        td_event_data data{};
-        size_t len;
-        int none;
-        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &none) != 0)
-            return read_error;
-        if (none)
-            return 0;
-        if (int verdict = visit(info, data))
-            return verdict;
-    }
-}
-
-// In a fresh process with one thread: a self-traced stream with the default
-// filter while the thread sleeps, then creates and joins one thread. Exit
-// status: 0, or the number of the check that failed.
-int library_threads_stay_out()
-{
-    trace_id_t trid;
-    if (posix_trace_create(0, nullptr, &trid) != 0 || posix_trace_start(trid) != 0)
-        return 10;
-    usleep(300 * 1000);
-    pthread_t worker;
-    pid_t worker_tid = 0;
-    if (pthread_create(
-            &worker, nullptr,
-            [](void *tid) -> void * {
-                *static_cast<pid_t *>(tid) = gettid();
-                return nullptr;
-            },
-            &worker_tid) != 0)
-        return 11;
-    pthread_join(worker, nullptr);
-    usleep(300 * 1000);
-    posix_trace_stop(trid);
-    std::set<pid_t> app = {gettid(), worker_tid};
-    size_t thread_events = 0;
-    std::vector<uint64_t> concurrency;
-    int verdict =
-        each_event(trid, 12, [&](const posix_trace_event_info &info, const td_event_data &data) {
-            if (!is_thread_event(info.posix_event_id))
-                return 0;
-            ++thread_events;
-            if (!app.count(info.posix_tid) || !app.count(data.tid))
-                return 1; // an event about a thread that is not the application's
-            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-                !app.count(pid_t(data.value)))
-                return 2;
-            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CONCURRENCY - 1)
-                concurrency.push_back(data.value);
-            return 0;
-        });
-    if (verdict)
-        return verdict;
-    posix_trace_shutdown(trid);
-    if (thread_events > 60) // the main thread slept twice, the worker lived once
-        return 3;
-    if (concurrency != std::vector<uint64_t>{2, 1}) // the worker's create and death
-        return 4;
-    return 0;
-}
-
-} // namespace
-
-TEST_CASE("the library's own threads are never traced nor counted in td_concurrency",
-          "[thread_events]")
-{
-    CHECK(in_child(library_threads_stay_out) == 0);
-}
-
-namespace {
-
-// The tid of this process's thread named `name`, or 0.
-pid_t thread_named(const char *name)
-{
-    std::unique_ptr<DIR, int (*)(DIR *)> tasks(opendir("/proc/self/task"), closedir);
-    while (dirent *entry = tasks ? readdir(tasks.get()) : nullptr) {
-        std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
-        std::string found;
-        if (std::getline(comm, found) && found == name)
-            return pid_t(std::atoi(entry->d_name));
-    }
-    return 0;
-}
-
-// The kernel hands a dead thread's tid out again as soon as it wraps (here
-// it is made to, through ns_last_pid). A thread of the application that gets
-// the tid of a drain thread that just ended is the application's: its events
-// are all there, and the kernel's last words about the drain are not.
-// Exit status: 0, or the number of the check that failed.
-int tid_of_a_gone_library_thread_is_reused()
-{
-    trace_id_t first, second;
-    if (posix_trace_create(0, nullptr, &first) != 0 || posix_trace_start(first) != 0)
-        return 10;
-    pid_t drain = thread_named("posixtrace-drn");
-    if (drain <= 1)
-        return 11;
-    trace_event_id_t id; // the second stream's drain is created while the first one lives
-    if (posix_trace_create(0, nullptr, &second) != 0 || posix_trace_start(second) != 0 ||
-        posix_trace_eventid_open("reused.tid", &id) != 0)
-        return 12;
-    posix_trace_shutdown(first);
-    struct Worker {
-        pid_t wanted, tid;
-        trace_event_id_t id;
-    } worker{drain, 0, id};
-    // Another process may take the tid first: then the next try.
-    for (int attempt = 0; attempt < 100 && worker.tid != drain; ++attempt) {
-        std::ofstream("/proc/sys/kernel/ns_last_pid") << drain - 1 << std::endl;
-        pthread_t thread;
-        if (pthread_create(
-                &thread, nullptr,
-                [](void *arg) -> void * {
-                    auto *w = static_cast<Worker *>(arg);
-                    w->tid = gettid();
-                    for (uint32_t i = 0; w->tid == w->wanted && i < 100; ++i)
-                        posix_trace_event(w->id, &i, sizeof i);
-                    return nullptr;
-                },
-                &worker) != 0)
-            return 13;
-        pthread_join(thread, nullptr);
-    }
-    if (worker.tid != drain)
-        return 14;
-    usleep(100 * 1000);
-    posix_trace_stop(second);
-    size_t user = 0, created = 0, died = 0;
-    int verdict =
-        each_event(second, 15, [&](const posix_trace_event_info &info, const td_event_data &data) {
-            user += info.posix_event_id == id && info.posix_tid == drain;
-            created += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-                       pid_t(data.value) == drain;
-            died += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_DEATH - 1 &&
-                    data.tid == drain;
-            return 0;
-        });
-    if (verdict)
-        return verdict;
-    posix_trace_shutdown(second);
-    if (user != 100)
-        return 1;
-    if (created != 1)
-        return 2;
-    if (died != 1) // the worker's death; not the drain's, if it came after the start
-        return 3;
-    return 0;
-}
-
-} // namespace
-
-TEST_CASE("a thread that gets the tid of a library thread gone just before is traced",
-          "[thread_events]")
-{
-    CHECK(in_child(tid_of_a_gone_library_thread_is_reused) == 0);
 }

@@ -1,12 +1,33 @@
 #include "threads/thread_agent.hpp"
 
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <cerrno>
 #include <string>
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL // Linux 6.9's uapi; Debian 12's headers predate it
+#endif
+
 namespace posixtrace {
 namespace {
+
+// What tells the thread holding `tid` now from the earlier and later holders
+// of that tid: the inode number of its pidfd (pidfs, Linux 6.9+), which the
+// kernel's programs read as task->thread_pid->ino. 0 where the kernel has
+// no thread pidfds or no pidfs.
+uint64_t thread_identity(pid_t tid)
+{
+    UniqueFd pidfd(int(syscall(SYS_pidfd_open, tid, PIDFD_THREAD)));
+    struct stat st;
+    if (!pidfd || fstat(pidfd.get(), &st) != 0)
+        return 0;
+    return uint64_t(st.st_ino);
+}
 
 // Bit n-1 of the kernel masks for TD event n; the seed's sets have words of
 // 32 bits, the first holding events 1..32.
@@ -77,13 +98,20 @@ td_err_e ThreadAgent::check_thread(pid_t tid) const
     return stat(task.c_str(), &st) == 0 ? TD_OK : TD_NOLWP;
 }
 
+// The identity is read before the check that the tid is the process's: if
+// the thread ends in between, the entry names a gone thread and no later
+// holder of the tid takes its settings.
 td_err_e ThreadAgent::update_thread(pid_t tid, const std::function<void(pt_td_thread &)> &change)
 {
+    uint64_t identity = thread_identity(tid);
     if (check_thread(tid) != TD_OK)
         return TD_BADTH;
     std::lock_guard lock(mutex_);
     return with_kernel([&](KernelProgram &kernel) {
-        pt_td_thread thread = kernel.td_thread(tid).value_or(pt_td_thread{});
+        auto current = kernel.td_thread(tid);
+        // An entry left by an earlier thread of this tid is not this one's.
+        pt_td_thread thread = current && current->identity == identity ? *current : pt_td_thread{};
+        thread.identity = identity;
         change(thread);
         int err = kernel.set_td_thread(tid, thread);
         return err == 0 ? TD_OK : err == E2BIG ? TD_NOCAPAB : TD_DBERR;
