@@ -333,6 +333,19 @@ private:
     uint64_t watched_owner_cpu_ns_ = 0;
 };
 
+// A lane of another size than the stream's is never written again unless a
+// later stream has its size: if free, its pages go back to the system (a
+// lane is never unmapped: see new_lane()). Owned by tid -1 meanwhile, so that
+// no thread takes it.
+void release_pages_if_free(Lane &lane)
+{
+    pid_t free = 0;
+    if (!lane.owner.compare_exchange_strong(free, -1, std::memory_order_acquire))
+        return;
+    lane.ring.release_pages();
+    lane.owner.store(0, std::memory_order_release);
+}
+
 // The lanes' list is read after the clock: see adopt_new_lanes().
 Lane *lanes_listed_after_clock(const LaneControl &control)
 {
@@ -403,6 +416,8 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, uint32
     attachment->listed_after_ns_ = now_ns;
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
+        if (lane->ring.bytes() != lane_bytes)
+            release_pages_if_free(*lane);
         lane->ring.skip_unread(); // an earlier stream's
         merger.add_ring(std::make_unique<LaneView>(*lane), now_ns);
     }

@@ -1,8 +1,10 @@
 #include "stream/local_ring.hpp"
 
+#include <sys/mman.h>
+
 namespace posixtrace {
 
-LocalRing::LocalRing(size_t bytes) : memory_(bytes, "posixtrace-lane", MirroredMemory::OnFork::Drop)
+LocalRing::LocalRing(size_t bytes) : memory_(bytes, "posixtrace-lane")
 {
     if (memory_.valid() && bytes == memory_.bytes() && (bytes & (bytes - 1)) == 0)
         view(&consumer_pos_, &producer_pos_, memory_.data(), bytes);
@@ -14,10 +16,20 @@ pt_record *LocalRing::reserve(uint32_t data_len)
     uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
     uint64_t span = span_of(length);
     uint64_t position = producer_pos_; // ours alone
+    // Bytes to the end of the ring, a multiple of 8: a filler's if the
+    // record does not fit before the end.
+    uint64_t to_end = bytes - (position & (bytes - 1));
+    uint64_t filler = span > to_end ? to_end : 0;
     if (!mapped() || data_len > bytes ||
-        position + span - __atomic_load_n(&consumer_pos_, __ATOMIC_ACQUIRE) > bytes) {
+        position + filler + span - __atomic_load_n(&consumer_pos_, __ATOMIC_ACQUIRE) > bytes) {
         lost_.store(lost_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return nullptr;
+    }
+    if (filler) {
+        __atomic_store_n(reinterpret_cast<uint32_t *>(memory_.data() + (position & (bytes - 1))),
+                         uint32_t(filler - BPF_RINGBUF_HDR_SZ) | BPF_RINGBUF_DISCARD_BIT,
+                         __ATOMIC_RELAXED);
+        position += filler;
     }
     // Busy first, then the producer past it: a reader that sees the new
     // producer position sees a busy header, never the bytes of an old one.
@@ -76,6 +88,12 @@ bool LocalRing::give_up(uint64_t position)
         return false;
     given_up_.fetch_add(1, std::memory_order_relaxed);
     return true;
+}
+
+void LocalRing::release_pages()
+{
+    if (mapped())
+        madvise(memory_.data(), memory_.bytes(), MADV_DONTNEED);
 }
 
 void LocalRing::abandon_unfinished()

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "stream/record_ring.hpp"
-#include "util/mirrored_memory.hpp"
+#include "util/fork_wiped_memory.hpp"
 
 namespace posixtrace {
 
@@ -13,8 +13,11 @@ namespace posixtrace {
 // (RecordRing). It has one writer at a time, which the caller guarantees (a
 // lane per thread and nesting level: docs/architecture.md), so reserving
 // takes two stores and no read-modify-write. The drain thread reads it.
-// Its pages are not inherited by a child (a child that wrote here would
-// corrupt the parent's stream).
+// Its memory is mapped once, not mirrored as the kernel's rings are: a
+// record that would run past the end is placed at the start, behind a
+// discarded record that fills the rest, so no record wraps. A child of fork
+// finds the pages zeroed, its own (ForkWipedMemory): a write the fork
+// interrupted ends there, and a child never corrupts the parent's stream.
 class LocalRing final : public RecordRing {
 public:
     // `bytes`: a power of two, at least a page.
@@ -46,9 +49,12 @@ public:
     // The record at `position`, if still busy, is discarded and counted
     // lost; false if its writer finished it first (or another gave it up).
     bool give_up(uint64_t position);
+    // Gives the pages back to the system; they read zero when next touched.
+    // Only while nobody writes or reads the ring.
+    void release_pages();
 
 private:
-    MirroredMemory memory_;
+    ForkWipedMemory memory_;
     uint64_t producer_pos_ = 0;         // written by the writer, read by the merge
     uint64_t consumer_pos_ = 0;         // written by the merge (release()), read by the writer
     std::atomic<uint64_t> lost_{0};     // written by the writer alone

@@ -77,8 +77,10 @@ public:
 
 protected:
     RecordRing() = default;
-    // The ring's counters and its data (`bytes`, a power of two, mapped twice
-    // in a row), once the owner has mapped them.
+    // The ring's counters and its data (`bytes`, a power of two), once the
+    // owner has mapped them. A record that runs past the end must continue
+    // at the start: the kernel maps its rings' data twice in a row; the
+    // process's own rings never let a record wrap.
     void view(uint64_t *consumer_pos, const uint64_t *producer_pos, const uint8_t *data,
               size_t bytes)
     {

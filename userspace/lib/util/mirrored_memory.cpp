@@ -7,7 +7,7 @@
 
 namespace posixtrace {
 
-MirroredMemory::MirroredMemory(size_t bytes, const char *name, OnFork on_fork)
+MirroredMemory::MirroredMemory(size_t bytes, const char *name)
 {
     size_t page = size_t(sysconf(_SC_PAGESIZE));
     bytes_ = (bytes + page - 1) / page * page;
@@ -25,10 +25,6 @@ MirroredMemory::MirroredMemory(size_t bytes, const char *name, OnFork on_fork)
             munmap(area, 2 * bytes_);
             return;
         }
-    }
-    if (on_fork == OnFork::Drop && madvise(area, 2 * bytes_, MADV_DONTFORK) != 0) {
-        munmap(area, 2 * bytes_);
-        return;
     }
     data_ = base;
 }

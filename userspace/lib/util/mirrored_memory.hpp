@@ -6,15 +6,12 @@ namespace posixtrace {
 
 // Memory mapped twice back to back (a memfd's pages, then the same pages
 // again), so a record that runs past the end continues, contiguous, at the
-// start: the kernel maps its ring buffers so, and the stream's buffer and
-// the process's own rings are mapped so too.
+// start: the kernel maps its ring buffers so, and the stream's buffer is
+// mapped so too. A child of fork shares the pages.
 class MirroredMemory {
 public:
-    // Share: a child of fork shares the pages. Drop: a child has none.
-    enum class OnFork { Share, Drop };
-
     // `bytes` rounded up to whole pages; `name` shows in /proc/PID/maps.
-    MirroredMemory(size_t bytes, const char *name, OnFork on_fork = OnFork::Share);
+    MirroredMemory(size_t bytes, const char *name);
     ~MirroredMemory();
     MirroredMemory(const MirroredMemory &) = delete;
     MirroredMemory &operator=(const MirroredMemory &) = delete;
