@@ -355,17 +355,13 @@ Lane *lanes_listed_after_clock(const LaneControl &control)
 
 } // namespace
 
-void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len, void *caller)
+namespace {
+
+// Out of line: its registers are saved only by a call that records.
+[[gnu::noinline]] void emit_recorded(LaneControl *control, uint32_t state,
+                                     trace_event_id_t event_id, const void *data, size_t data_len,
+                                     void *caller)
 {
-    LaneControl *control = control_page.load(std::memory_order_acquire);
-    if (!control || !control->attached.load(std::memory_order_acquire) ||
-        event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
-        return;
-    // What a suspended stream or a filtered event costs: these loads (both
-    // are read again once the record is stamped).
-    uint32_t state = control->state.load(std::memory_order_acquire);
-    if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
-        return;
     ThreadLanes &me = this_thread_lanes;
     if (me.pid != control->pid)
         first_event_in_process(me, control->pid);
@@ -391,6 +387,22 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
     record_in_lane(*control, state, me, depth, event_id, data, data_len, caller);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     me.depth = depth;
+}
+
+} // namespace
+
+void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len, void *caller)
+{
+    LaneControl *control = control_page.load(std::memory_order_acquire);
+    if (!control || !control->attached.load(std::memory_order_acquire) ||
+        event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
+        return;
+    // What a suspended stream or a filtered event costs: these loads (both
+    // are read again once the record is stamped).
+    uint32_t state = control->state.load(std::memory_order_acquire);
+    if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
+        return;
+    emit_recorded(control, state, event_id, data, data_len, caller);
 }
 
 LaneAttachment::LaneAttachment(LaneControl &control) : control_(control) {}
