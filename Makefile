@@ -61,7 +61,7 @@ $(VMLINUX):
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPF_OBJ): bpf/posixtrace.bpf.c bpf/posixtrace.h $(VMLINUX)
+$(BPF_OBJ): bpf/posixtrace.bpf.c $(wildcard bpf/*.bpf.h) bpf/posixtrace.h $(VMLINUX)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(BUILD)/gen -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
 
 $(SKEL): $(BPF_OBJ)

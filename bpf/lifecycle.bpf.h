@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Part of posixtrace.bpf.c, the one BPF object of a stream: fork, exec and
+ * exit of traced processes, and the notices the stream needs whatever it
+ * records. */
+#ifndef POSIXTRACE_LIFECYCLE_BPF_H
+#define POSIXTRACE_LIFECYCLE_BPF_H
+
+/* ---- process lifecycle ----------------------------------------------------
+ * Fork, exec and exit of traced processes. The stream needs them whatever the
+ * user records (it attaches the probes of a new image, forgets an ended
+ * process), so they are always written; when the stream is not running or
+ * the type is filtered out they carry PT_RECORD_NOTICE_ONLY and are not
+ * delivered. They wake the reader at once: probes of a new image are due.
+ */
+
+/* The primary target ended: its pid may be reused by an unrelated process. */
+#define PT_PRIMARY_ENDED 0xffffffffu
+
+struct lifecycle {
+    struct cpu_slot slot;
+    __u32 event_id;
+    __u16 flags;
+};
+
+static __always_inline bool lifecycle_begin(struct lifecycle *l, __u32 event_id, bool notice_only)
+{
+    __u32 state_now = stream_state;
+
+    if (!this_cpu_slot(&l->slot))
+        return false;
+    l->event_id = event_id;
+    l->flags = 0;
+    if (notice_only || state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
+        l->flags = PT_RECORD_NOTICE_ONLY;
+        if (!notice_only && state_now == PT_STREAM_FULL && !event_filtered(event_id))
+            __sync_fetch_and_add(&l->slot.state->refused_full, 1);
+    }
+    return true;
+}
+
+/* As begin_record, but the stream needs these records whatever the user
+ * records: one the stream stopped recording meanwhile becomes a notice. */
+static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, __u64 size)
+{
+    struct pt_record *record = bpf_ringbuf_reserve(l->slot.ring, size, 0);
+    __u32 state_now;
+
+    if (!record) {
+        if (!l->flags) /* a notice is no event */
+            __sync_fetch_and_add(&l->slot.state->lost, 1);
+        return NULL;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    state_now = stream_state;
+    if (!l->flags && (state_now != PT_STREAM_RUNNING || event_filtered(l->event_id))) {
+        l->flags = PT_RECORD_NOTICE_ONLY;
+        if (state_now == PT_STREAM_FULL && !event_filtered(l->event_id))
+            __sync_fetch_and_add(&l->slot.state->refused_full, 1);
+    }
+    return record;
+}
+
+static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_record *record,
+                                             __u32 event_id, __u32 pid, __u32 data_len)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct pt_regs *user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+    record->thread_id = current_pthread_id();
+    record->prog_address = user_regs ? BPF_CORE_READ(user_regs, ip) : 0;
+    record->pid = pid;
+    record->tid = (__u32)bpf_get_current_pid_tgid();
+    record->event_id = event_id;
+    record->data_len = data_len;
+    record->reserved = 0;
+    record->flags = l->flags;
+    record->cpu = l->slot.cpu;
+    bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline int on_process_fork(struct task_struct *parent, struct task_struct *child,
+                                           const bool trusted)
+{
+    __u32 parent_tgid = BPF_CORE_READ(parent, tgid), child_tgid = BPF_CORE_READ(child, tgid);
+    __u32 inherited = inherit_children, one = 1;
+    struct lifecycle l;
+    struct pt_record *record;
+
+    if (!process_traced(parent_tgid))
+        return 0;
+    if (child_tgid == parent_tgid) { /* a new thread of a traced process */
+        if (stream_state != PT_STREAM_SUSPENDED) {
+            TD_EMIT(trusted, parent, PT_TD_CREATE, BPF_CORE_READ(child, pid), task_pthread_id(child));
+            TD_EMIT(trusted, parent, PT_TD_CONCURRENCY, BPF_CORE_READ(parent, signal, live.counter), 0);
+        }
+        return 0;
+    }
+    /* A full table (PT_MAX_TRACED_PROCESSES alive at once) leaves the
+     * child untraced: its fork event says so, and the count tells the
+     * stream's owner even when system events are filtered out. */
+    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY) != 0) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct pt_cpu_state *cpu_state = bpf_map_lookup_elem(&cpu_states, &cpu);
+
+        inherited = 0;
+        if (cpu_state)
+            __sync_fetch_and_add(&cpu_state->untraced_children, 1);
+    }
+    if (inherited)
+        other_processes_traced = 1;
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
+        return 0;
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 16);
+    if (!record)
+        return 0;
+    __builtin_memcpy(record->data, &parent_tgid, 4);
+    __builtin_memcpy(record->data + 4, &child_tgid, 4);
+    __builtin_memcpy(record->data + 8, &inherited, 4);
+    __builtin_memset(record->data + 12, 0, 4);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, 12);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+    return on_process_fork(parent, child, true);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(process_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+    return on_process_fork(parent, child, false);
+}
+
+static __always_inline int on_process_exec(struct task_struct *task, pid_t former_tid,
+                                           struct linux_binprm *bprm)
+{
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    const char *path = BPF_CORE_READ(bprm, filename);
+    struct lifecycle l;
+    struct pt_record *record;
+    long copied;
+
+    if (!process_traced(tgid))
+        return 0;
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXEC, false))
+        return 0;
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX);
+    if (!record)
+        return 0;
+    __builtin_memcpy(record->data, &tgid, 4);
+    __builtin_memcpy(record->data + 4, &former_tid, 4);
+    copied = bpf_probe_read_kernel_str(record->data + 8, PT_EXEC_PATH_MAX, path);
+    if (copied <= 0) {
+        record->data[8] = 0;
+        copied = 1;
+    }
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXEC, tgid, 8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)));
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(process_exec, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+{
+    return on_process_exec(task, former_tid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(process_exec_raw, struct task_struct *task, pid_t former_tid, struct linux_binprm *bprm)
+{
+    return on_process_exec(task, former_tid, bprm);
+}
+
+/* A thread's per-tid state, while it still holds its tid: its futex wait
+ * ends here, and its table entry is marked so that its last events, and
+ * only its own, still find it (see on_process_free). */
+static __always_inline void forget_exiting_thread(struct task_struct *task)
+{
+    __u32 tid = BPF_CORE_READ(task, pid);
+    struct pt_td_thread *thread;
+
+    bpf_map_delete_elem(&futex_waits, &tid);
+    thread = bpf_map_lookup_elem(&td_threads, &tid);
+    if (!thread)
+        return;
+    if (thread->identity != 0 && td_entry_is_of(thread, task))
+        thread->exited_start = BPF_CORE_READ(task, start_time) | 1;
+    else /* written for an earlier holder of the tid after it had gone, or
+          * with no identity, which the tid's next holder would inherit */
+        bpf_map_delete_elem(&td_threads, &tid);
+}
+
+/* Fires for every thread that exits; the process has ended when the last
+ * one goes (signal->live reached zero before this tracepoint). */
+static __always_inline int on_process_exit(struct task_struct *task, const bool trusted)
+{
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    __s32 status = BPF_CORE_READ(task, exit_code);
+    struct lifecycle l;
+    struct pt_record *record;
+
+    __s32 live = BPF_CORE_READ(task, signal, live.counter);
+
+    forget_exiting_thread(task);
+    if (!process_traced(tgid))
+        return 0;
+    if (stream_state != PT_STREAM_SUSPENDED) {
+        TD_EMIT(trusted, task, PT_TD_DEATH, status, 0);
+        TD_EMIT(trusted, task, PT_TD_CONCURRENCY, live, 0);
+    }
+    if (live != 0)
+        return 0; /* other threads remain */
+    if (tgid == primary_tgid)
+        primary_tgid = PT_PRIMARY_ENDED;
+    else
+        bpf_map_delete_elem(&traced_processes, &tgid);
+    if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXIT, false))
+        return 0;
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8);
+    if (!record)
+        return 0;
+    __builtin_memcpy(record->data, &tgid, 4);
+    __builtin_memcpy(record->data + 4, &status, 4);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, 8);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct *task) { return on_process_exit(task, true); }
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(process_exit_raw, struct task_struct *task) { return on_process_exit(task, false); }
+
+/* On the dynamic linker's _dl_debug_state, which it calls whenever its list
+ * of loaded objects changed (the hook debuggers use): a library was loaded
+ * or unloaded, so the stream looks for new probes. */
+SEC("uprobe")
+int link_map_changed(struct pt_regs *ctx)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct lifecycle l;
+    struct pt_record *record;
+
+    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
+        return 0;
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);
+    if (!record)
+        return 0;
+    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, 0);
+    return 0;
+}
+
+/* posix_trace:eventid_open(id, name) in libposixtrace, at each new name: a
+ * notice the stream keeps for naming the process's events, whatever it
+ * records. */
+SEC("usdt")
+int user_event_name(struct pt_regs *ctx)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    struct lifecycle l;
+    struct pt_record *record;
+    struct pt_user_name *name;
+    long id = 0, address = 0, copied;
+
+    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_USER_NAME, true))
+        return 0;
+    bpf_usdt_arg(ctx, 0, &id);
+    bpf_usdt_arg(ctx, 1, &address);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + sizeof(struct pt_user_name));
+    if (!record)
+        return 0;
+    name = (struct pt_user_name *)record->data;
+    name->event_id = (__u32)id;
+    copied = bpf_probe_read_user_str(name->name, PT_USER_NAME_MAX, (const void *)address);
+    if (copied <= 0) { /* unreadable: no name, the reader falls back on memory */
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        return 0;
+    }
+    name->length = (__u32)copied - 1;
+    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, sizeof(struct pt_user_name));
+    return 0;
+}
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Part of posixtrace.bpf.c, the one BPF object of a stream: the stream's maps
+ * and controls, and the reservation of a record in this CPU's ring, with the
+ * checks every event passes. */
+#ifndef POSIXTRACE_STREAM_BPF_H
+#define POSIXTRACE_STREAM_BPF_H
+
+/* One BPF ring buffer per CPU, indexed by CPU id. Userspace creates the rings
+ * (their size is a stream attribute) and hands the first one to libbpf as
+ * the inner map template before loading. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} rings SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PT_MAX_TRACED_PROCESSES);
+    __type(key, __u32);   /* tgid */
+    __type(value, __u32); /* unused */
+} traced_processes SEC(".maps");
+
+/* One entry per CPU (max_entries set at load), mmapped by userspace. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct pt_cpu_state);
+} cpu_states SEC(".maps");
+
+/* Where posix_trace_event's arguments sit, from its USDT note; set before
+ * load, so the verifier prunes every other register. */
+const volatile __u8 user_event_arg_regs[4] = {};
+const volatile __s8 user_event_arg_sizes[4] = {};
+
+/* Stream control, written by userspace while the programs run. */
+volatile __u32 stream_state; /* enum pt_stream_state */
+volatile __u32 primary_tgid; /* the process the stream was created for */
+/* POSIX_TRACE_INHERITED: a traced process's children are traced too, from
+ * their first instruction (decided at fork, before the child can run). */
+volatile __u32 inherit_children;
+/* Set once traced_processes has held an entry (never cleared: cheap to keep). */
+volatile __u32 other_processes_traced;
+volatile __u32 max_data_size;
+volatile __u64 wakeup_threshold; /* bytes pending in a ring before a wakeup */
+volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered out */
+/* Per USDT event type: 1 + the index of an argument that points to a string
+ * to copy after the arguments, or 0. */
+volatile __u8 usdt_string_arg[PT_USDT_TYPES];
+
+static __always_inline bool event_filtered(__u32 event_id)
+{
+    __u64 word = event_id / 64;
+
+    /* the verifier loses the bound when clang checks a copy of the
+     * register; the empty asm makes the check apply to `word` itself */
+    asm volatile("" : "+r"(word));
+    if (word >= PT_FILTER_WORDS)
+        return true;
+    return event_filter[word] & (1ull << (event_id % 64));
+}
+
+static __always_inline bool process_traced(__u32 tgid)
+{
+    /* the hash is looked up only once a traced process has had children */
+    return tgid == primary_tgid ||
+           (other_processes_traced && bpf_map_lookup_elem(&traced_processes, &tgid) != NULL);
+}
+
+static __always_inline __u64 current_pthread_id(void)
+{
+#if defined(__TARGET_ARCH_x86)
+    /* a trusted BTF pointer: a plain CO-RE load, no helper call */
+    struct task_struct *task = bpf_get_current_task_btf();
+    return task->thread.fsbase;
+#else
+    return 0;
+#endif
+}
+
+/* The drain thread polls every millisecond; it is woken early only when a
+ * ring passes the threshold. Asking the ring its fill level is a helper call,
+ * so small records ask every 64th time (the increment may race with a
+ * preempting program: it only paces the check). */
+static __always_inline __u64 wakeup_flag(void *ring, struct pt_cpu_state *state, __u64 room)
+{
+    if (room < 1024 && (++state->records & 63) != 0)
+        return BPF_RB_NO_WAKEUP;
+    return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_threshold ? BPF_RB_FORCE_WAKEUP
+                                                                          : BPF_RB_NO_WAKEUP;
+}
+
+/* This CPU's ring and counters. */
+struct cpu_slot {
+    void *ring;
+    struct pt_cpu_state *state;
+    __u32 cpu;
+};
+
+static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
+{
+    slot->cpu = bpf_get_smp_processor_id();
+    slot->state = bpf_map_lookup_elem(&cpu_states, &slot->cpu);
+    slot->ring = bpf_map_lookup_elem(&rings, &slot->cpu);
+    return slot->state && slot->ring;
+}
+
+/* Reserves a record of `size` bytes (a constant at every call site), then
+ * stamps it. The stamp is taken after the reservation: a record reserved
+ * after the reader looked at the ring's producer position is stamped after
+ * that look, which is what the merge's bound relies on. The state and the
+ * filter are read again after the stamp: a record stamped after
+ * posix_trace_stop() or a filter change took effect is discarded, so every
+ * recorded event precedes the stop or filter event that excludes it.
+ * NULL: no room (counted as lost), or the stream stopped or filtered the
+ * event meanwhile. */
+static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u64 size,
+                                                      __u32 event_id)
+{
+    struct pt_record *record = bpf_ringbuf_reserve(slot->ring, size, 0);
+    __u32 state_now;
+
+    if (!record) {
+        __sync_fetch_and_add(&slot->state->lost, 1);
+        return NULL;
+    }
+    record->timestamp_ns = bpf_ktime_get_ns();
+    state_now = stream_state;
+    if (state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
+        if (state_now == PT_STREAM_FULL && !event_filtered(event_id))
+            __sync_fetch_and_add(&slot->state->refused_full, 1);
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        return NULL;
+    }
+    return record;
+}
+
+#endif
