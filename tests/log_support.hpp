@@ -175,4 +175,47 @@ inline bool flush_ended(const posix_trace_status_info &status)
     return status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING;
 }
 
+// Payload number i: its own length (0 … 8192 over the run) and bytes.
+inline std::vector<unsigned char> numbered_payload(size_t i)
+{
+    size_t length = (i * 37) % 300;
+    if (i % 97 == 0)
+        length = 8192;
+    std::vector<unsigned char> bytes(length);
+    for (size_t k = 0; k < length; ++k)
+        bytes[k] = (unsigned char)(i * 31 + k);
+    return bytes;
+}
+
+inline bool same_event(const Event &a, const Event &b)
+{
+    return a.info.posix_event_id == b.info.posix_event_id && a.info.posix_pid == b.info.posix_pid &&
+           a.info.posix_tid == b.info.posix_tid &&
+           a.info.posix_thread_id == b.info.posix_thread_id &&
+           a.info.posix_prog_address == b.info.posix_prog_address &&
+           a.info.posix_timestamp.tv_sec == b.info.posix_timestamp.tv_sec &&
+           a.info.posix_timestamp.tv_nsec == b.info.posix_timestamp.tv_nsec &&
+           a.info.posix_truncation_status == b.info.posix_truncation_status && a.data == b.data;
+}
+
+// Writes a closed log of `count` user events "log.test" (numbered_payload(i)) and
+// returns the events as read back.
+inline std::vector<Event> write_user_event_log(const TempFile &file, size_t count,
+                                               trace_attr_t *attr)
+{
+    StreamGuard stream = make_logged_stream(file.fd(), attr);
+    trace_event_id_t id = user_event("log.test");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    for (size_t i = 0; i < count; ++i) {
+        auto bytes = numbered_payload(i);
+        posix_trace_event(id, bytes.data(), bytes.size());
+    }
+    REQUIRE(stream.shutdown() == 0);
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    return read.events;
+}
+
 } // namespace test_support

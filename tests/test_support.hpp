@@ -53,6 +53,14 @@ inline bool timespec_le(const timespec &a, const timespec &b)
     return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
 }
 
+// The stream's status (the test fails if it cannot be had).
+inline posix_trace_status_info status_of(trace_id_t trid)
+{
+    posix_trace_status_info status{};
+    REQUIRE(posix_trace_get_status(trid, &status) == 0);
+    return status;
+}
+
 inline bool is_thread_event(trace_event_id_t id)
 {
     return id >= POSIX_TRACE_TD_EVENT_FIRST &&

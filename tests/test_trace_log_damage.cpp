@@ -1,0 +1,345 @@
+// Trace logs that are cut short, damaged, left by a killed tracer or out of
+// room: what reads back is exactly what was written, up to the damage, and
+// errors are POSIX's (EINVAL, ENOSPC, EFBIG). Real BPF streams, real files.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "log_support.hpp"
+#include "test_support.hpp"
+
+using namespace test_support;
+
+TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
+{
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    TempFile original;
+    std::vector<Event> all = write_user_event_log(original, 4000, &a.attr);
+    auto bytes = original.bytes();
+    REQUIRE(bytes.size() > 512 * 1024); // several blocks
+    TempFile file;
+    std::mt19937 random(20261123);
+
+    SECTION("cut at random points: every complete block before the cut")
+    {
+        for (int round = 0; round < 40; ++round) {
+            size_t cut = random() % bytes.size();
+            INFO("cut at " << cut << " of " << bytes.size());
+            file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
+            LogGuard log(file.path());
+            if (log.open_error() != 0) {
+                uint32_t header_size;
+                std::memcpy(&header_size, bytes.data() + 12, sizeof header_size);
+                CHECK(log.open_error() == EINVAL);
+                CHECK(cut < header_size); // only a cut header is refused
+                continue;
+            }
+            LogRead read = read_log(log.get());
+            CHECK(read.error == 0);
+            REQUIRE(read.events.size() <= all.size());
+            for (size_t i = 0; i < read.events.size(); ++i)
+                REQUIRE(same_event(read.events[i], all[i]));
+            // What is missing is what was cut off, and at most the one block
+            // the cut fell in (a block holds at most 256 KiB of records).
+            size_t missing_bytes = 0;
+            for (size_t i = read.events.size(); i < all.size(); ++i)
+                missing_bytes += (48 + all[i].data.size() + 7) / 8 * 8;
+            CHECK(missing_bytes <= bytes.size() - cut + 256 * 1024);
+        }
+    }
+    SECTION("bit flips: reading stops with EINVAL, every event before it is right")
+    {
+        for (int round = 0; round < 60; ++round) {
+            auto damaged = bytes;
+            size_t at = 1024 + random() % (bytes.size() - 1024);
+            damaged[at] ^= uint8_t(1u << (random() % 8));
+            INFO("bit flipped in byte " << at);
+            file.write_bytes(damaged);
+            LogGuard log(file.path());
+            if (log.open_error() != 0) {
+                CHECK(log.open_error() == EINVAL);
+                continue;
+            }
+            LogRead read = read_log(log.get());
+            for (size_t i = 0; i < read.events.size(); ++i)
+                REQUIRE(same_event(read.events[i], all[i]));
+            if (read.error == 0) // the flip hit the trailer or the footer
+                CHECK(read.events.size() == all.size());
+            else
+                CHECK(read.error == EINVAL);
+        }
+    }
+}
+
+namespace {
+
+// Where `run` sits in `all` as one unbroken stretch, in order; npos if it
+// does not.
+size_t position_as_run(const std::vector<Event> &run, const std::vector<Event> &all)
+{
+    if (run.empty())
+        return 0;
+    for (size_t start = 0; start + run.size() <= all.size(); ++start) {
+        if (!same_event(run[0], all[start]))
+            continue;
+        for (size_t i = 1; i < run.size(); ++i)
+            if (!same_event(run[i], all[start + i]))
+                return std::string::npos;
+        return start;
+    }
+    return std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log]")
+{
+    TempFile original, file;
+    Attr a;
+    SECTION("the first 60% of a 16 MiB LOOP log of a FLUSH stream holds all 400 events")
+    {
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+        REQUIRE(posix_trace_attr_setlogsize(&a.attr, 16u << 20) == 0);
+        std::vector<Event> all = write_user_event_log(original, 400, &a.attr);
+        REQUIRE(user_events_of(all, user_event("log.test")).size() == 400);
+        auto bytes = original.bytes();
+        file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(bytes.size() * 6 / 10)});
+        LogGuard log(file.path());
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        REQUIRE(read.events.size() == all.size());
+        for (size_t i = 0; i < all.size(); ++i)
+            REQUIRE(same_event(read.events[i], all[i]));
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        CHECK(status.posix_log_overrun_status == POSIX_TRACE_NO_OVERRUN);
+    }
+
+    int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_APPEND);
+    bool wraps = GENERATE(false, true);
+    // A log of 256 KiB: LOOP slots of 64 KiB, which 2,000 events overrun.
+    size_t count = wraps ? 2000 : 300;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, policy) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 256 * 1024) == 0);
+    REQUIRE(posix_trace_attr_setmaxdatasize(&a.attr, 8192) == 0);
+    std::vector<Event> all = write_user_event_log(original, count, &a.attr);
+    auto bytes = original.bytes();
+    std::mt19937 random(unsigned(policy * 2 + wraps));
+    for (int round = 0; round < 30; ++round) {
+        size_t cut = random() % bytes.size();
+        INFO("policy " << policy << (wraps ? ", wrapped" : "") << ", cut at " << cut << " of "
+                       << bytes.size());
+        file.write_bytes({bytes.begin(), bytes.begin() + std::ptrdiff_t(cut)});
+        LogGuard log(file.path());
+        if (log.open_error() != 0) { // only a cut header is refused
+            uint32_t header_size;
+            std::memcpy(&header_size, bytes.data() + 12, sizeof header_size);
+            CHECK(log.open_error() == EINVAL);
+            CHECK(cut < header_size); // a header cut after its end reads as a log with no block
+            continue;
+        }
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        size_t start = position_as_run(read.events, all);
+        REQUIRE(start != std::string::npos);
+        // The slots of a wrapped LOOP log are not in time order in the file:
+        // a cut may take the oldest, and what is read is the newest run.
+        if (!(policy == POSIX_TRACE_LOOP && wraps)) {
+            CHECK(start == 0);
+            // What is missing is what was cut off, and at most the block the
+            // cut fell in.
+            size_t missing_bytes = 0;
+            for (size_t i = read.events.size(); i < all.size(); ++i)
+                missing_bytes += (48 + all[i].data.size() + 7) / 8 * 8;
+            CHECK(missing_bytes <= bytes.size() - cut + 256 * 1024);
+        }
+        posix_trace_status_info status;
+        REQUIRE(posix_trace_get_status(log.get(), &status) == 0);
+        if (policy == POSIX_TRACE_LOOP && start > 0)
+            CHECK(status.posix_log_overrun_status == POSIX_TRACE_OVERRUN);
+    }
+}
+
+TEST_CASE("a tracer killed while writing leaves a log whose complete blocks all read", "[log]")
+{
+    std::string helper = helper_path("log_writer");
+    std::mt19937 random(4242);
+    for (const char *policy : {"append", "loop"}) {
+        for (int round = 0; round < 6; ++round) {
+            TempFile file;
+            {
+                ChildConversation writer({helper, file.path(), policy});
+                REQUIRE(writer.read_line() == "ready\n");
+                usleep(useconds_t(5'000 + random() % 150'000));
+            } // SIGKILL, wherever it is
+            INFO(policy << " log killed in round " << round << ", " << file.size() << " bytes");
+            LogGuard log(file.path());
+            REQUIRE(log.open_error() == 0);
+            LogRead read = read_log(log.get());
+            CHECK(read.error == 0);
+            char name[TRACE_EVENT_NAME_MAX];
+            std::vector<uint64_t> values;
+            bool loss_reported = false;
+            for (const auto &event : read.events) {
+                loss_reported |= event.info.posix_event_id == POSIX_TRACE_OVERFLOW;
+                if (posix_trace_eventid_get_name(log.get(), event.info.posix_event_id, name) != 0 ||
+                    std::string(name) != "killed.counter")
+                    continue;
+                REQUIRE(event.data.size() == sizeof(uint64_t));
+                uint64_t value;
+                std::memcpy(&value, event.data.data(), sizeof value);
+                // In order; a gap only where the stream reported a loss.
+                if (!values.empty() && !loss_reported)
+                    REQUIRE(value == values.back() + 1);
+                if (!values.empty())
+                    REQUIRE(value > values.back());
+                values.push_back(value);
+                loss_reported = false;
+            }
+            CHECK(!values.empty());
+            if (std::string(policy) == "append" && !values.empty())
+                CHECK(values.front() == 0);
+        }
+    }
+}
+
+namespace {
+
+// A tmpfs of `bytes` mounted on a fresh directory, unmounted with the object.
+class SmallFileSystem {
+public:
+    explicit SmallFileSystem(size_t bytes)
+    {
+        char dir[] = "/tmp/posixtrace-fs-XXXXXX";
+        REQUIRE(mkdtemp(dir));
+        dir_ = dir;
+        std::string options = "size=" + std::to_string(bytes);
+        REQUIRE(mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0);
+    }
+    ~SmallFileSystem()
+    {
+        umount2(dir_.c_str(), MNT_DETACH);
+        rmdir(dir_.c_str());
+    }
+    std::string path(const char *name) const { return dir_ + "/" + name; }
+
+private:
+    std::string dir_;
+};
+
+// Emits `count` user events of 200 bytes each.
+void emit_many(trace_id_t trid, size_t count)
+{
+    trace_event_id_t id = user_event("log.filler");
+    REQUIRE(posix_trace_start(trid) == 0);
+    std::vector<unsigned char> data(200, 0x5a);
+    for (size_t i = 0; i < count; ++i)
+        posix_trace_event(id, data.data(), data.size());
+}
+
+} // namespace
+
+TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
+{
+    SECTION("ENOSPC at creation when the device cannot hold a LOOP log")
+    {
+        SmallFileSystem fs(256 * 1024);
+        int fd = open(fs.path("loop.log").c_str(), O_RDWR | O_CREAT, 0644);
+        REQUIRE(fd >= 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+        REQUIRE(posix_trace_attr_setlogsize(&a.attr, 4u << 20) == 0);
+        trace_id_t trid;
+        CHECK(posix_trace_create_withlog(0, &a.attr, fd, &trid) == ENOSPC);
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_UNTIL_FULL) == 0);
+        CHECK(posix_trace_create_withlog(0, &a.attr, fd, &trid) == ENOSPC);
+        close(fd);
+    }
+    SECTION("ENOSPC from flush, the status and shutdown when the device fills")
+    {
+        SmallFileSystem fs(640 * 1024);
+        std::string path = fs.path("append.log");
+        int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+        REQUIRE(fd >= 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        StreamGuard stream = make_logged_stream(fd, &a.attr);
+        emit_many(stream.get(), 5000); // 1.2 MB
+        REQUIRE(posix_trace_flush(stream.get()) == 0);
+        posix_trace_status_info status{};
+        for (int i = 0; i < 2000 && status.posix_stream_flush_error == 0; ++i) {
+            usleep(1000);
+            REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        }
+        CHECK(status.posix_stream_flush_error == ENOSPC);
+        REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+        CHECK(status.posix_stream_flush_error == 0); // reset by reading it
+        CHECK(posix_trace_flush(stream.get()) == ENOSPC);
+        CHECK(stream.shutdown() == ENOSPC);
+        close(fd);
+        // What reached the device is still a readable log.
+        LogGuard log(path);
+        REQUIRE(log.open_error() == 0);
+        LogRead read = read_log(log.get());
+        CHECK(read.error == 0);
+        CHECK(read.events.size() > 100);
+    }
+    SECTION("EFBIG past the file size limit, without SIGXFSZ killing the tracer")
+    {
+        TempFile file;
+        struct rlimit saved;
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+        struct rlimit small = saved;
+        small.rlim_cur = 128 * 1024;
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        int shutdown_error;
+        {
+            // The limit comes after creation: the stream's own buffer is a
+            // memory file that the limit would refuse too.
+            StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+            REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+            emit_many(stream.get(), 5000);
+            // The write fails in the background: this flush, or the next.
+            int first_flush = posix_trace_flush(stream.get());
+            CHECK((first_flush == 0 || first_flush == EFBIG));
+            posix_trace_status_info status = status_when(stream.get(), flush_ended);
+            CHECK(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+            CHECK(posix_trace_flush(stream.get()) == EFBIG);
+            shutdown_error = stream.shutdown();
+        }
+        setrlimit(RLIMIT_FSIZE, &saved);
+        CHECK(shutdown_error == EFBIG);
+        CHECK(file.size() <= 128 * 1024);
+    }
+    SECTION("a pipe whose reader left: EIO, without SIGPIPE killing the tracer")
+    {
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        Attr a;
+        REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+        StreamGuard stream = make_logged_stream(fds[1], &a.attr);
+        close(fds[0]);
+        emit_many(stream.get(), 2000);
+        CHECK(stream.shutdown() == EIO);
+        close(fds[1]);
+    }
+}
