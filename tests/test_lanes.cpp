@@ -519,6 +519,7 @@ namespace {
 // posix_trace_event() call that read it.
 void *fork_page = nullptr;
 pid_t forked = -1;
+bool block_instead = false; // the handler sleeps 200 ms instead of forking
 
 void allow_then_fork(int, siginfo_t *info, void *)
 {
@@ -528,17 +529,23 @@ void allow_then_fork(int, siginfo_t *info, void *)
         signal(SIGSEGV, SIG_DFL);
         return;
     }
+    if (block_instead) {
+        timespec pause{0, 200'000'000};
+        nanosleep(&pause, nullptr); // ten times the drain's look at stalled records
+    } else {
+        forked = fork();
+    }
     mprotect(fork_page, 4096, PROT_READ);
-    forked = fork();
 }
 
-} // namespace
-
-// Both processes return into the interrupted call, which finishes: the
-// parent's event arrives whole and once; the child writes its copy of the
-// record into zeroed pages of its own, neither faulting nor reaching the
-// stream. On the uprobe path the kernel reads the data: nothing faults.
-TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lanes]")
+// posix_trace_event() with data that faults until the handler above (which
+// forks, or blocks) makes it readable; the call then finishes. The event
+// arrives whole and once: the drain waits for a record whose call a signal
+// handler interrupted, for as long as the handler blocks on top of it.
+// Returns the events read and the losses. On the uprobe path the kernel
+// reads the data: nothing faults.
+std::vector<Event> emit_through_handler(bool block, trace_event_id_t id, trace_event_id_t after,
+                                        posix_trace_loss_counters &losses)
 {
     fork_page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(fork_page != MAP_FAILED);
@@ -552,8 +559,8 @@ TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lane
     REQUIRE(sigaction(SIGSEGV, &handler, &previous) == 0);
 
     StreamGuard stream = started_stream();
-    trace_event_id_t id = user_event("lanes.forked"), after = user_event("lanes.after");
     forked = -1;
+    block_instead = block;
     const pid_t parent = getpid();
     posix_trace_event(id, fork_page, 64);
     if (getpid() != parent) {
@@ -563,26 +570,53 @@ TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lane
     }
     sigaction(SIGSEGV, &previous, nullptr);
     emit_numbered(after, 0, 0);
-    int status = 0;
-    if (uprobe_path_forced()) {
-        CHECK(forked == -1);
-    } else {
-        REQUIRE(forked > 0);
+    if (forked > 0) {
+        int status = 0;
         REQUIRE(waitpid(forked, &status, 0) == forked);
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
     }
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     auto events = read_available(stream.get());
-    posix_trace_loss_counters losses{};
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
     munmap(fork_page, 4096);
+    return events;
+}
+
+void check_one_whole_event(const std::vector<Event> &events, trace_event_id_t id,
+                           trace_event_id_t after, const posix_trace_loss_counters &losses)
+{
     CHECK(count_of(events, id) == 1);
     CHECK(sequences_of(events, after) == std::map<int, std::vector<int>>{{0, {0}}});
     CHECK(losses.ring_full + losses.overwritten + losses.refused + losses.late == 0);
     for (const auto &event : events)
         if (event.info.posix_event_id == id && !uprobe_path_forced())
             CHECK(event.data == std::vector<unsigned char>(64, 0x5a));
+}
+
+} // namespace
+
+// The child writes its copy of the interrupted record into zeroed pages of
+// its own, neither faulting nor reaching the stream.
+TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lanes]")
+{
+    trace_event_id_t id = user_event("lanes.forked"), after = user_event("lanes.after");
+    posix_trace_loss_counters losses{};
+    auto events = emit_through_handler(false, id, after, losses);
+    if (uprobe_path_forced())
+        CHECK(forked == -1);
+    else
+        CHECK(forked > 0);
+    check_one_whole_event(events, id, after, losses);
+}
+
+TEST_CASE("lanes: a signal handler that blocks in the middle of a record keeps its event",
+          "[lanes]")
+{
+    trace_event_id_t id = user_event("lanes.blocked"), after = user_event("lanes.after");
+    posix_trace_loss_counters losses{};
+    auto events = emit_through_handler(true, id, after, losses);
+    check_one_whole_event(events, id, after, losses);
 }
 
 // Lanes are never unmapped (an emitter may race with the end of a stream),

@@ -140,7 +140,13 @@ Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
     }
     if (!me.lane[depth]) {
         Lane *lane = take_free_lane(control, me.tid);
-        me.lane[depth] = lane ? lane : new_lane(control, me.tid);
+        if (!lane)
+            lane = new_lane(control, me.tid);
+        if (lane) {
+            lane->owner_calls.store(&me, std::memory_order_relaxed);
+            lane->owner_level.store(depth, std::memory_order_relaxed);
+        }
+        me.lane[depth] = lane;
     }
     return me.lane[depth];
 }
@@ -279,31 +285,71 @@ uint64_t cpu_time_of(pid_t tid)
     return clock_gettime(thread_clock, &ran) == 0 ? to_nanos(ran) : 0;
 }
 
-// Whether the thread is blocked in a system call other than those the
-// emit path can make while a record is busy (vDSO fallbacks).
-bool blocked_in_other_syscall(pid_t tid)
+// The stack pointer of the thread, if it is blocked in a system call other
+// than those the emit path can make while a record is busy (vDSO
+// fallbacks); 0 if not.
+uint64_t stack_pointer_if_blocked_in_other_syscall(pid_t tid)
 {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return false;
-    char text[32] = {};
+        return 0;
+    char text[256] = {};
     ssize_t got = read(fd, text, sizeof text - 1);
     close(fd);
     if (got <= 0 || text[0] < '0' || text[0] > '9') // "running", or -1: not in a call
+        return 0;
+    // "NR ARG1 ... ARG6 SP PC"
+    long number = 0;
+    unsigned long args[6] = {}, stack_pointer = 0, pc = 0;
+    if (std::sscanf(text, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &number, &args[0], &args[1],
+                    &args[2], &args[3], &args[4], &args[5], &stack_pointer, &pc) != 9)
+        return 0;
+    if (number == SYS_clock_gettime || number == SYS_gettimeofday || number == SYS_getcpu)
+        return 0;
+    return stack_pointer;
+}
+
+// Reads `bytes` at `address` of this process; false where nothing is mapped
+// (a gone thread's state, a signal stack since unmapped) instead of faulting.
+bool read_safely(const void *address, void *into, size_t bytes)
+{
+    iovec local{into, bytes};
+    iovec remote{const_cast<void *>(address), bytes};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == ssize_t(bytes);
+}
+
+// Whether the call that holds the lane's busy record is still in progress
+// while its thread, blocked in a system call at `stack_pointer`, runs a
+// signal handler on top of it: the call's token is in place in its frame
+// and the thread's stack is below that frame (on the same stack, or on an
+// alternate signal stack mapped below it). A thread that left the call
+// through siglongjmp runs above the frame, or wrote over the token.
+bool interrupted_call_in_progress(const Lane &lane, uint64_t stack_pointer)
+{
+    const auto *calls = static_cast<const ThreadLanes *>(lane.owner_calls.load());
+    unsigned level = lane.owner_level.load();
+    const volatile uint64_t *frame = nullptr;
+    uint64_t token = 0, seen = 0;
+    if (!calls || level >= kNestingLevels ||
+        !read_safely(&calls->token_at[level], &frame, sizeof frame) ||
+        !read_safely(&calls->token[level], &token, sizeof token))
         return false;
-    long number = std::strtol(text, nullptr, 10);
-    return number != SYS_clock_gettime && number != SYS_gettimeofday && number != SYS_getcpu;
+    if (!frame || stack_pointer > reinterpret_cast<uintptr_t>(frame))
+        return false;
+    return read_safely(const_cast<const uint64_t *>(frame), &seen, sizeof seen) && seen == token;
 }
 
 // A lane as the merge reads it. A record its thread left busy for good (a
 // signal handler that interrupted posix_trace_event() left through
 // siglongjmp, and the thread has not emitted since from where it would
 // notice) is given up and counted lost, so the merge goes on: once the
-// owner has run kStalledCpuNs of CPU time, or is blocked in a system call,
-// while the record stayed busy. A writer needs microseconds; a preempted or
-// stopped one runs no CPU time and is waited for.
+// owner has run kStalledCpuNs of CPU time, or is blocked in a system call
+// away from the call, while the record stayed busy. A writer needs
+// microseconds; a preempted or stopped one runs no CPU time, and a signal
+// handler blocked on top of the call (in fork(), say) will return to it:
+// both are waited for.
 class LaneView final : public RecordRing {
 public:
     explicit LaneView(Lane &lane) : lane_(lane) { view_like(lane.ring); }
@@ -320,8 +366,11 @@ public:
             watched_owner_cpu_ns_ = ran;
             return false;
         }
-        if (ran - watched_owner_cpu_ns_ < kStalledCpuNs && !blocked_in_other_syscall(owner))
-            return false;
+        if (ran - watched_owner_cpu_ns_ < kStalledCpuNs) {
+            uint64_t blocked_at = stack_pointer_if_blocked_in_other_syscall(owner);
+            if (!blocked_at || interrupted_call_in_progress(lane_, blocked_at))
+                return false;
+        }
         return lane_.ring.give_up(position);
     }
 

@@ -31,7 +31,12 @@ struct Lane {
     explicit Lane(size_t bytes) : ring(bytes) {}
     LocalRing ring;
     std::atomic<pid_t> owner{0}; // the writing thread's tid; 0: free
-    Lane *next = nullptr;        // the process's list of lanes, newest first
+    // The owner's record of its calls in progress, and the nesting level it
+    // writes this lane at: where the drain finds the frame of the call that
+    // holds a record busy.
+    std::atomic<const void *> owner_calls{nullptr};
+    std::atomic<unsigned> owner_level{0};
+    Lane *next = nullptr; // the process's list of lanes, newest first
 };
 
 // What the emit path reads: the stream's state and filter, mirrored from
