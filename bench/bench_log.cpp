@@ -4,7 +4,10 @@
 //                             (POSIX_TRACE_FLUSH, APPEND) written to FILE
 //   memory RATE SECONDS       the same into an in-memory stream drained by a
 //                             reader thread: the peer the log is measured against
-//   fill FILE COUNT           writes a log of COUNT events as fast as possible
+//   fill FILE COUNT [RATE]    writes a log of COUNT events at RATE events/s in
+//                             all (default 1,000,000: the log keeps up, so
+//                             the log holds them all; 0: as fast as they can,
+//                             which outruns the log and loses most of them)
 // Every event carries 64 bytes. Prints one line of key=value.
 #include <fcntl.h>
 #include <posix_trace/events.h>
@@ -196,10 +199,11 @@ int main(int argc, char **argv)
         return run_log(argv[2], id, std::atof(argv[3]), std::atof(argv[4]), 0);
     if (mode == "memory" && argc == 4)
         return run_memory(id, std::atof(argv[2]), std::atof(argv[3]));
-    if (mode == "fill" && argc == 4)
-        return run_log(argv[2], id, 0, 0, std::strtoull(argv[3], nullptr, 10));
+    if (mode == "fill" && (argc == 4 || argc == 5))
+        return run_log(argv[2], id, argc == 5 ? std::atof(argv[4]) : 1e6, 0,
+                       std::strtoull(argv[3], nullptr, 10));
     std::fprintf(stderr,
-                 "usage: %s log FILE RATE SECONDS | memory RATE SECONDS | fill FILE COUNT\n",
+                 "usage: %s log FILE RATE SECONDS | memory RATE SECONDS | fill FILE COUNT [RATE]\n",
                  argv[0]);
     return 1;
 }

@@ -30,7 +30,7 @@ for rate in 100000 200000 0; do
 done
 
 echo
-echo "a log of $events events: writing it, then reading it back"
+echo "a log of $events events, written at 1,000,000 events/s (a rate the log keeps up with), then read back"
 line=$("$bin" fill "$dir/big.log" "$events")
 echo "written: $(value logged <<<"$line") events, $(value lost <<<"$line") lost, $(value log_mb <<<"$line") MB, $(value events_per_s <<<"$line") events/s"
 timed() { # label, command...: events/s from the log's event count, peak RSS
@@ -50,7 +50,7 @@ timed "posixtrace export --format chrome" "$cli" export "$dir/big.log" --format 
 rm -f "$dir/big.json"
 timed "posixtrace export --format ctf" "$cli" export "$dir/big.log" --format ctf -o "$dir/ctf"
 timed "posixtrace report (HTML page)" "$cli" report "$dir/big.log" -o "$dir/big.html"
-report_mb=$(awk -v b="$(stat -c %s "$dir/big.html")" 'BEGIN {printf "%.1f", b / 1048576}')
+report_kb=$(awk -v b="$(stat -c %s "$dir/big.html")" 'BEGIN {printf "%.1f", b / 1024}')
 # The page in a real browser: the time to load and first draw it, then its
 # own timing of redraws (zoom from the whole trace to a millionth of it) and
 # of a filter (report_assets.cpp, #measure).
@@ -68,5 +68,5 @@ rm -f "$dir/big.html"
 if command -v babeltrace2 >/dev/null; then
     timed "peer: babeltrace2 printing that CTF export" babeltrace2 "$dir/ctf"
 fi
-echo "the report's page: $report_mb MB"
+echo "the report's page: $report_kb KB"
 if [ -n "$page_timing" ]; then echo "the report's page in a browser: $page_timing"; fi
