@@ -16,6 +16,19 @@ self_tracing='[#test_stream_api],[#test_stream_reading],[#test_stream_rules],[#t
 self_tracing+='[#test_trace_log],[#test_trace_log_damage],[#test_user_names],[#test_header],[#test_thread_events],[#test_thread_agent],'
 self_tracing+='[#test_stress],[#test_lanes],[#test_thread_identity]'
 
+# A file whose tests create a stream of this process by name must be listed
+# (files that do it through their own helpers are listed by hand).
+sources=$(dirname "$0")/../tests
+for file in $(grep -lE 'posix_trace_create(_withlog)?\((0|getpid\(\))|(make|make_logged|started)_stream\(' \
+        "$sources"/*.cpp); do
+    name=$(basename "$file" .cpp)
+    if [[ $self_tracing != *"[#$name]"* ]]; then
+        echo "run-tests.sh: $name traces this process but is not in self_tracing"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
+
 run_pass() {
     "$@" 2>&1 | tee "$log"
     local pass_status=${PIPESTATUS[0]} passed failed
