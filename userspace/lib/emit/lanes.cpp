@@ -217,19 +217,32 @@ void first_event_in_process(ThreadLanes &me, pid_t pid)
     me.pid = pid;
 }
 
-// Whether the call at `level` still runs: its frame still holds its token.
-// Read with process_vm_readv, which fails instead of faulting: the frame
-// may have been on a signal stack since unmapped.
+// Reads `bytes` at `address` in process `pid` (this one): false where
+// nothing is mapped there (a frame on a signal stack since unmapped, the
+// state of a thread that is gone), instead of faulting.
+bool read_safely(pid_t pid, const void *address, void *into, size_t bytes)
+{
+    iovec local{into, bytes};
+    iovec remote{const_cast<void *>(address), bytes};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(bytes);
+}
+
+// Whether the call whose frame is at `frame` still runs: the frame still
+// holds the call's token.
+bool token_in_place(pid_t pid, const volatile uint64_t *frame, uint64_t token)
+{
+    uint64_t seen = 0;
+    if (!frame)
+        return false;
+    if (read_safely(pid, const_cast<const uint64_t *>(frame), &seen, sizeof seen))
+        return seen == token;
+    return errno != EFAULT; // not allowed to look (seccomp): assume it runs
+}
+
+// Whether the call at `level` still runs.
 bool still_running(const ThreadLanes &me, pid_t pid, unsigned level)
 {
-    if (!me.token_at[level])
-        return false;
-    uint64_t seen = 0;
-    iovec into{&seen, sizeof seen};
-    iovec from{const_cast<uint64_t *>(me.token_at[level]), sizeof seen};
-    if (process_vm_readv(pid, &into, 1, &from, 1, 0) == ssize_t(sizeof seen))
-        return seen == me.token[level];
-    return errno != EFAULT; // not allowed to look (seccomp): assume it runs
+    return token_in_place(pid, me.token_at[level], me.token[level]);
 }
 
 // A signal handler that interrupted posix_trace_event() and left through
@@ -238,7 +251,7 @@ bool still_running(const ThreadLanes &me, pid_t pid, unsigned level)
 // their busy records discarded and counted lost: their writer is gone, and
 // it was this thread. A frame that is gone can still hold its token (if
 // nothing overwrote that stack since): then the level stays in use, and the
-// drain gives the record up (give_up_stalled_records).
+// drain gives the record up (LaneView::give_up_stalled).
 unsigned levels_still_in_use(ThreadLanes &me, pid_t pid, unsigned depth)
 {
     while (depth > 0 && !still_running(me, pid, depth - 1)) {
@@ -300,24 +313,13 @@ uint64_t stack_pointer_if_blocked_in_other_syscall(pid_t tid)
     close(fd);
     if (got <= 0 || text[0] < '0' || text[0] > '9') // "running", or -1: not in a call
         return 0;
-    // "NR ARG1 ... ARG6 SP PC"
     long number = 0;
-    unsigned long args[6] = {}, stack_pointer = 0, pc = 0;
-    if (std::sscanf(text, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &number, &args[0], &args[1],
-                    &args[2], &args[3], &args[4], &args[5], &stack_pointer, &pc) != 9)
+    unsigned long stack_pointer = 0; // "NR ARG1 ... ARG6 SP PC"
+    if (std::sscanf(text, "%ld %*x %*x %*x %*x %*x %*x %lx", &number, &stack_pointer) != 2)
         return 0;
     if (number == SYS_clock_gettime || number == SYS_gettimeofday || number == SYS_getcpu)
         return 0;
     return stack_pointer;
-}
-
-// Reads `bytes` at `address` of this process; false where nothing is mapped
-// (a gone thread's state, a signal stack since unmapped) instead of faulting.
-bool read_safely(const void *address, void *into, size_t bytes)
-{
-    iovec local{into, bytes};
-    iovec remote{const_cast<void *>(address), bytes};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == ssize_t(bytes);
 }
 
 // Whether the call that holds the lane's busy record is still in progress
@@ -326,19 +328,18 @@ bool read_safely(const void *address, void *into, size_t bytes)
 // and the thread's stack is below that frame (on the same stack, or on an
 // alternate signal stack mapped below it). A thread that left the call
 // through siglongjmp runs above the frame, or wrote over the token.
-bool interrupted_call_in_progress(const Lane &lane, uint64_t stack_pointer)
+bool interrupted_call_in_progress(pid_t pid, const Lane &lane, uint64_t stack_pointer)
 {
     const auto *calls = static_cast<const ThreadLanes *>(lane.owner_calls.load());
     unsigned level = lane.owner_level.load();
     const volatile uint64_t *frame = nullptr;
-    uint64_t token = 0, seen = 0;
+    uint64_t token = 0;
+    // The owner's state is read safely too: the owner may have exited.
     if (!calls || level >= kNestingLevels ||
-        !read_safely(&calls->token_at[level], &frame, sizeof frame) ||
-        !read_safely(&calls->token[level], &token, sizeof token))
+        !read_safely(pid, &calls->token_at[level], &frame, sizeof frame) ||
+        !read_safely(pid, &calls->token[level], &token, sizeof token))
         return false;
-    if (!frame || stack_pointer > reinterpret_cast<uintptr_t>(frame))
-        return false;
-    return read_safely(const_cast<const uint64_t *>(frame), &seen, sizeof seen) && seen == token;
+    return stack_pointer <= reinterpret_cast<uintptr_t>(frame) && token_in_place(pid, frame, token);
 }
 
 // A lane as the merge reads it. A record its thread left busy for good (a
@@ -352,7 +353,7 @@ bool interrupted_call_in_progress(const Lane &lane, uint64_t stack_pointer)
 // both are waited for.
 class LaneView final : public RecordRing {
 public:
-    explicit LaneView(Lane &lane) : lane_(lane) { view_like(lane.ring); }
+    LaneView(Lane &lane, pid_t pid) : lane_(lane), pid_(pid) { view_like(lane.ring); }
 
     bool give_up_stalled(uint64_t position) override
     {
@@ -368,7 +369,7 @@ public:
         }
         if (ran - watched_owner_cpu_ns_ < kStalledCpuNs) {
             uint64_t blocked_at = stack_pointer_if_blocked_in_other_syscall(owner);
-            if (!blocked_at || interrupted_call_in_progress(lane_, blocked_at))
+            if (!blocked_at || interrupted_call_in_progress(pid_, lane_, blocked_at))
                 return false;
         }
         return lane_.ring.give_up(position);
@@ -377,6 +378,7 @@ public:
 private:
     static constexpr uint64_t kStalledCpuNs = 10'000'000;
     Lane &lane_;
+    pid_t pid_; // the lanes' process
     uint64_t watched_position_ = UINT64_MAX;
     pid_t watched_owner_ = 0;
     uint64_t watched_owner_cpu_ns_ = 0;
@@ -480,7 +482,7 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, uint32
         if (lane->ring.bytes() != lane_bytes)
             release_pages_if_free(*lane);
         lane->ring.skip_unread(); // an earlier stream's
-        merger.add_ring(std::make_unique<LaneView>(*lane), now_ns);
+        merger.add_ring(std::make_unique<LaneView>(*lane, control->pid), now_ns);
     }
     attachment->adopted_head_ = head;
     control->attached.store(1, std::memory_order_release);
@@ -516,7 +518,7 @@ void LaneAttachment::adopt_new_lanes(RingMerger &merger, uint64_t now_ns)
     // after the clock read before it: its records are stamped later.
     Lane *head = lanes_listed_after_clock(control_);
     for (Lane *lane = head; lane != adopted_head_; lane = lane->next)
-        merger.add_ring(std::make_unique<LaneView>(*lane), listed_after_ns_);
+        merger.add_ring(std::make_unique<LaneView>(*lane, control_.pid), listed_after_ns_);
     adopted_head_ = head;
     listed_after_ns_ = now_ns;
 }
