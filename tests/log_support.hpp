@@ -136,12 +136,6 @@ inline StreamGuard make_logged_stream(int fd, trace_attr_t *attr)
     return guard;
 }
 
-struct Attr {
-    trace_attr_t attr;
-    Attr() { posix_trace_attr_init(&attr); }
-    ~Attr() { posix_trace_attr_destroy(&attr); }
-};
-
 inline std::vector<Event> user_events_of(const std::vector<Event> &events, trace_event_id_t id)
 {
     std::vector<Event> found;

@@ -14,16 +14,6 @@ namespace recording_support {
 
 using namespace test_support;
 
-// An initialised trace_attr_t, destroyed when it leaves scope.
-struct Attr {
-    trace_attr_t attr{};
-    Attr() { REQUIRE(posix_trace_attr_init(&attr) == 0); }
-    ~Attr() { posix_trace_attr_destroy(&attr); }
-    Attr(const Attr &) = delete;
-    Attr &operator=(const Attr &) = delete;
-    trace_attr_t *get() { return &attr; }
-};
-
 // A stream tracing this process with the given attributes, thread events
 // filtered out, started. The guard shuts it down.
 inline StreamGuard started_stream(Attr &attr)

@@ -53,6 +53,16 @@ inline bool timespec_le(const timespec &a, const timespec &b)
     return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
 }
 
+// An initialised trace_attr_t, destroyed when it leaves scope.
+struct Attr {
+    trace_attr_t attr{};
+    Attr() { REQUIRE(posix_trace_attr_init(&attr) == 0); }
+    ~Attr() { posix_trace_attr_destroy(&attr); }
+    Attr(const Attr &) = delete;
+    Attr &operator=(const Attr &) = delete;
+    trace_attr_t *get() { return &attr; }
+};
+
 // The stream's status (the test fails if it cannot be had).
 inline posix_trace_status_info status_of(trace_id_t trid)
 {

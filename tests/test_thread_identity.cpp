@@ -24,6 +24,11 @@ using namespace test_support;
 
 namespace {
 
+constexpr trace_event_id_t td_event_id(td_event_e event)
+{
+    return POSIX_TRACE_TD_EVENT_FIRST + event - 1;
+}
+
 // Reads every event the stream has, handing each to `visit` with its data
 // read as td_event_data. Returns the first nonzero `visit` returned, or
 // `read_error` if a read failed, else 0.
@@ -75,10 +80,9 @@ int library_threads_stay_out()
             ++thread_events;
             if (!app.count(info.posix_tid) || !app.count(data.tid))
                 return 1; // an event about a thread that is not the application's
-            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-                !app.count(pid_t(data.value)))
+            if (info.posix_event_id == td_event_id(TD_CREATE) && !app.count(pid_t(data.value)))
                 return 2;
-            if (info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CONCURRENCY - 1)
+            if (info.posix_event_id == td_event_id(TD_CONCURRENCY))
                 concurrency.push_back(data.value);
             return 0;
         });
@@ -162,10 +166,8 @@ int tid_of_a_gone_library_thread_is_reused()
     int verdict =
         each_event(second, 15, [&](const posix_trace_event_info &info, const td_event_data &data) {
             user += info.posix_event_id == id && info.posix_tid == drain;
-            created += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_CREATE - 1 &&
-                       pid_t(data.value) == drain;
-            died += info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_DEATH - 1 &&
-                    data.tid == drain;
+            created += info.posix_event_id == td_event_id(TD_CREATE) && pid_t(data.value) == drain;
+            died += info.posix_event_id == td_event_id(TD_DEATH) && data.tid == drain;
             return 0;
         });
     if (verdict)
@@ -189,11 +191,6 @@ TEST_CASE("a thread that gets the tid of a library thread gone just before is tr
 }
 
 namespace {
-
-constexpr trace_event_id_t td_event_id(td_event_e event)
-{
-    return POSIX_TRACE_TD_EVENT_FIRST + event - 1;
-}
 
 // A thread that says its tid, waits to be let go, then sleeps three times
 // (three switches in) and ends. With `wanted` set, a thread that did not get
