@@ -258,4 +258,23 @@ static __always_inline __u64 td_recordable(__u32 tgid, __u32 tid, struct task_st
            !event_filtered(PT_TD_EVENT_ID_FIRST + type - 1);
 }
 
+/* At sched_process_exit, a thread's per-tid state, while it still holds
+ * its tid: its futex wait ends, and its table entry is marked so that its
+ * last events, and only its own, still find it (see on_process_free). */
+static __always_inline void forget_exiting_thread(struct task_struct *task)
+{
+    __u32 tid = BPF_CORE_READ(task, pid);
+    struct pt_td_thread *thread;
+
+    bpf_map_delete_elem(&futex_waits, &tid);
+    thread = bpf_map_lookup_elem(&td_threads, &tid);
+    if (!thread)
+        return;
+    if (thread->identity != 0 && td_entry_is_of(thread, task))
+        thread->exited_start = BPF_CORE_READ(task, start_time) | 1;
+    else /* written for an earlier holder of the tid after it had gone, or
+          * with no identity, which the tid's next holder would inherit */
+        bpf_map_delete_elem(&td_threads, &tid);
+}
+
 #endif
