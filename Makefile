@@ -34,7 +34,9 @@ BENCH_BINS   := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%) $(BUILD)/bench/pingpo
 HELPER_SRCS  := $(wildcard tests/helpers/*.c)
 HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
                 $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so \
-                $(BUILD)/tests/helpers/libabuselib.so $(BUILD)/tests/helpers/libplainlib.so
+                $(BUILD)/tests/helpers/libabuselib.so $(BUILD)/tests/helpers/libplainlib.so \
+                $(BUILD)/tests/helpers/libpreload_marker.so $(BUILD)/tests/helpers/libpreload_flood.so \
+                $(BUILD)/tests/helpers/interpreter_env $(BUILD)/tests/helpers/interpreter_yes
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -102,6 +104,9 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
 # And the library's way of opening a traced process's files, its merge of
 # rings and its own rings (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
+                 $(BUILD)/obj/userspace/lib/util/elf_dynamic.o \
+                 $(BUILD)/obj/userspace/lib/usdt/library_search.o \
+                 $(BUILD)/obj/userspace/lib/usdt/pending_libraries.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \
                  $(BUILD)/obj/userspace/lib/util/mirrored_memory.o
@@ -128,6 +133,15 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c tests/helpers/helpers.h $(SHLIB)
 $(BUILD)/tests/helpers/thrower: tests/helpers/thrower.cpp
 	@mkdir -p $(@D)
 	$(CXX) -O2 -g -o $@ $<
+
+# Hostile: their PT_INTERP names an ordinary program instead of ld.so.
+$(BUILD)/tests/helpers/interpreter_%: tests/helpers/hostile/any_interpreter.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -o $@ $< -Wl,--dynamic-linker=/usr/bin/$*
+
+$(BUILD)/tests/helpers/libpreload_flood.so: tests/helpers/lib/preload_marker.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -DFLOOD -shared -fPIC -o $@ $<
 
 $(BUILD)/tests/helpers/lib%.so: tests/helpers/lib/%.c
 	@mkdir -p $(@D)

@@ -1,137 +1,83 @@
 #include "usdt/pending_libraries.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <set>
 
-#include "usdt/probe_attacher.hpp"
-#include "usdt/usdt_notes.hpp"
+#include "usdt/library_search.hpp"
 #include "util/process_files.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
 namespace {
 
-constexpr int kListTimeoutMs = 2000;
+// More than any real program loads; a crafted chain of DT_NEEDED stops here.
+constexpr size_t kMaxPendingLibraries = 1024;
 
-bool trusted_program(const std::string &path)
+std::string link_of(const std::string &path)
 {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-           (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+    char target[PATH_MAX];
+    ssize_t length = readlink(path.c_str(), target, sizeof target);
+    return length > 0 && size_t(length) < sizeof target ? std::string(target, size_t(length))
+                                                        : std::string();
 }
 
-// The variables of the process's environment that steer library lookup.
-std::vector<std::string> lookup_environment(pid_t pid)
+// The executable's path as the process itself sees it: /proc names it from
+// the tracer's root, so a chrooted process's root is taken off the front.
+std::string executable_path_in_root(pid_t pid)
 {
-    std::ifstream file("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-    std::string all((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    std::vector<std::string> kept;
-    std::istringstream entries(all);
-    std::string entry;
-    while (std::getline(entries, entry, '\0'))
-        if (entry.rfind("LD_LIBRARY_PATH=", 0) == 0 || entry.rfind("LD_PRELOAD=", 0) == 0)
-            kept.push_back(entry);
-    return kept;
-}
-
-// Runs `argv` with `environment`, returns its standard output (bounded in
-// time: a linker that does not finish is killed).
-std::string output_of(const std::vector<std::string> &argv, const std::vector<std::string> &environment)
-{
-    int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-        return {};
-    UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    std::vector<char *> args, env;
-    for (const auto &word : argv)
-        args.push_back(const_cast<char *>(word.c_str()));
-    args.push_back(nullptr);
-    for (const auto &entry : environment)
-        env.push_back(const_cast<char *>(entry.c_str()));
-    env.push_back(nullptr);
-    pid_t child = 0;
-    int err = posix_spawn(&child, args[0], &actions, nullptr, args.data(), env.data());
-    posix_spawn_file_actions_destroy(&actions);
-    write_end.reset();
-    if (err != 0)
-        return {};
-    std::string output;
-    char buffer[4096];
-    for (;;) {
-        pollfd readable{read_end.get(), POLLIN, 0};
-        if (poll(&readable, 1, kListTimeoutMs) <= 0) {
-            kill(child, SIGKILL);
-            output.clear();
-            break;
-        }
-        ssize_t n = read(read_end.get(), buffer, sizeof buffer);
-        if (n <= 0)
-            break;
-        output.append(buffer, size_t(n));
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? output : std::string();
-}
-
-// "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)" or "\t/lib64/ld-linux-x86-64.so.2 (0x...)"
-std::vector<std::string> paths_in_listing(const std::string &listing)
-{
-    std::vector<std::string> paths;
-    std::istringstream lines(listing);
-    std::string line;
-    while (std::getline(lines, line)) {
-        std::istringstream words(line);
-        std::string word, path;
-        while (words >> word)
-            if (word[0] == '/' && path.empty())
-                path = word;
-        char resolved[PATH_MAX];
-        if (!path.empty() && realpath(path.c_str(), resolved))
-            paths.emplace_back(resolved); // as /proc/PID/maps will name it
-    }
-    return paths;
-}
-
-bool in_our_mount_namespace(const std::string &proc)
-{
-    struct stat theirs, ours;
-    return stat((proc + "/ns/mnt").c_str(), &theirs) == 0 && stat("/proc/self/ns/mnt", &ours) == 0 &&
-           theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev;
+    std::string proc = "/proc/" + std::to_string(pid);
+    std::string executable = link_of(proc + "/exe"), root = link_of(proc + "/root");
+    if (root.empty() || root == "/")
+        return executable;
+    if (executable.compare(0, root.size(), root) == 0 && executable.size() > root.size() &&
+        executable[root.size()] == '/')
+        return executable.substr(root.size());
+    return executable;
 }
 
 } // namespace
 
 std::vector<std::string> pending_libraries(pid_t pid)
 {
-    std::string proc = "/proc/" + std::to_string(pid);
-    char root[PATH_MAX], exe[PATH_MAX];
-    ssize_t root_length = readlink((proc + "/root").c_str(), root, sizeof root - 1);
-    ssize_t exe_length = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-    if (root_length != 1 || root[0] != '/' || exe_length <= 0 || !in_our_mount_namespace(proc))
-        return {}; // another root: its linker's view is not ours
-    std::string interpreter = interpreter_of(proc + "/exe");
     // Only the executable and its dynamic linker mapped: held before start-up.
-    if (interpreter.empty() || list_mapped_executables(pid).size() > 2 ||
-        !trusted_program(interpreter))
+    auto mapped = list_mapped_executables(pid);
+    if (mapped.empty() || mapped.size() > 2)
         return {};
-    return paths_in_listing(output_of({interpreter, "--list", std::string(exe, size_t(exe_length))},
-                                      lookup_environment(pid)));
+    UniqueFd executable(
+        open(("/proc/" + std::to_string(pid) + "/exe").c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    auto dynamic = executable ? read_elf_dynamic(executable.get()) : std::nullopt;
+    if (!dynamic || !dynamic->is_dynamic || dynamic->interpreter.empty())
+        return {};
+    LibrarySearch search(pid, dynamic->machine);
+    // The linker is loaded already: it is needed by its file name (its soname).
+    std::set<std::string> names{dynamic->interpreter.substr(dynamic->interpreter.rfind('/') + 1)};
+    std::set<std::pair<dev_t, ino_t>> files;
+    for (const auto &mapping : mapped)
+        if (auto file = open_mapping(pid, mapping.start, mapping.end, mapping.name))
+            if (struct stat st; fstat(file->fd.get(), &st) == 0)
+                files.insert({st.st_dev, st.st_ino});
+    std::vector<LoadingObject> objects{{executable_path_in_root(pid), std::move(*dynamic), -1}};
+    auto load = [&](const std::string &name, int needer) {
+        if (objects.size() >= kMaxPendingLibraries || !names.insert(name).second)
+            return;
+        if (auto found = search.find(name, objects, needer))
+            if (files.insert({found->device, found->inode}).second)
+                objects.push_back(std::move(*found));
+    };
+    for (const auto &name : search.preloads())
+        load(name, -1);
+    // Breadth first, as the linker loads them.
+    for (size_t i = 0; i < objects.size(); ++i)
+        for (size_t n = 0; n < objects[i].dynamic.needed.size(); ++n)
+            load(objects[i].dynamic.needed[n], int(i));
+    std::vector<std::string> paths;
+    for (size_t i = 1; i < objects.size(); ++i)
+        paths.push_back(objects[i].path);
+    return paths;
 }
 
 } // namespace posixtrace

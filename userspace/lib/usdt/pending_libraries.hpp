@@ -9,13 +9,14 @@ namespace posixtrace {
 // The shared libraries a process is about to load, when it is held before
 // its dynamic linker ran (stopped at its exec, as `posixtrace record -- CMD`
 // holds it): probes attached in them now fire from their first call. Empty
-// when the process has loaded its libraries already, is static, or lives in
-// another root or mount namespace. Paths as the process (and /proc/PID/maps)
-// will name them.
+// when the process has loaded its libraries already or is static. Paths as
+// the process names them, inside its root.
 //
-// The list comes from the process's own dynamic linker run with --list
-// (what ldd does) and the process's LD_LIBRARY_PATH and LD_PRELOAD; that
-// linker is run only when root owns it and nobody else can write it.
+// The list is worked out the dynamic linker's way (LD_PRELOAD, DT_RPATH,
+// LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, the default directories) by
+// reading files inside the process's root: nothing is run, so nothing the
+// process controls runs as the tracer. A library it misses (a $LIB path, a
+// relative directory) is found when the linker maps it (the link-map hook).
 std::vector<std::string> pending_libraries(pid_t pid);
 
 } // namespace posixtrace
