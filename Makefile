@@ -36,7 +36,10 @@ HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
                 $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so \
                 $(BUILD)/tests/helpers/libabuselib.so $(BUILD)/tests/helpers/libplainlib.so \
                 $(BUILD)/tests/helpers/libpreload_marker.so $(BUILD)/tests/helpers/libpreload_flood.so \
-                $(BUILD)/tests/helpers/interpreter_env $(BUILD)/tests/helpers/interpreter_yes
+                $(BUILD)/tests/helpers/libmanynoteslib.so \
+                $(BUILD)/tests/helpers/interpreter_env $(BUILD)/tests/helpers/interpreter_yes \
+                $(BUILD)/tests/helpers/other_build_events_pinned \
+                $(BUILD)/tests/helpers/other_build_events_unoptimised
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -107,12 +110,13 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/elf_dynamic.o \
                  $(BUILD)/obj/userspace/lib/usdt/library_search.o \
                  $(BUILD)/obj/userspace/lib/usdt/pending_libraries.o \
+                 $(BUILD)/obj/userspace/lib/usdt/usdt_notes.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \
                  $(BUILD)/obj/userspace/lib/util/mirrored_memory.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lz -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -lz -pthread
 
 # The stress harness (tests/stress/): `make test` runs it briefly, `make
 # stress` for STRESS_SECONDS.
@@ -133,6 +137,15 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c tests/helpers/helpers.h $(SHLIB)
 $(BUILD)/tests/helpers/thrower: tests/helpers/thrower.cpp
 	@mkdir -p $(@D)
 	$(CXX) -O2 -g -o $@ $<
+
+# Probe sites of posix_trace:event with arguments where another build of
+# libposixtrace would put them.
+$(BUILD)/tests/helpers/other_build_events_pinned: tests/helpers/hostile/other_build_events.c $(SHLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -DPINNED_REGISTERS -o $@ $< -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS)
+$(BUILD)/tests/helpers/other_build_events_unoptimised: tests/helpers/hostile/other_build_events.c $(SHLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -O0 -o $@ $< -L$(BUILD)/lib -lposixtrace -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS)
 
 # Hostile: their PT_INTERP names an ordinary program instead of ld.so.
 $(BUILD)/tests/helpers/interpreter_%: tests/helpers/hostile/any_interpreter.c

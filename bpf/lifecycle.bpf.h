@@ -235,19 +235,22 @@ int link_map_changed(struct pt_regs *ctx)
 /* posix_trace:eventid_open(id, name) in libposixtrace, at each new name: a
  * notice the stream keeps for naming the process's events, whatever it
  * records. */
-SEC("usdt")
+SEC("uprobe")
 int user_event_name(struct pt_regs *ctx)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    const struct pt_usdt_spec *spec;
     struct lifecycle l;
     struct pt_record *record;
     struct pt_user_name *name;
-    long id = 0, address = 0, copied;
+    __u64 id, address;
+    long copied;
 
-    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_USER_NAME, true))
+    if (!process_traced(tgid) || !(spec = usdt_spec_of(ctx)) ||
+        !lifecycle_begin(&l, PT_EVENT_USER_NAME, true))
         return 0;
-    bpf_usdt_arg(ctx, 0, &id);
-    bpf_usdt_arg(ctx, 1, &address);
+    id = usdt_arg(ctx, spec, 0);
+    address = usdt_arg(ctx, spec, 1);
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + sizeof(struct pt_user_name));
     if (!record)
         return 0;

@@ -9,13 +9,12 @@
 #include <bpf/bpf_tracing.h>
 
 #include "posixtrace.h"
-#define BPF_USDT_MAX_SPEC_CNT PT_USDT_MAX_SITES
-#include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* In the order they build on each other. */
 #include "stream.bpf.h"
+#include "usdt_args.bpf.h"
 #include "user_events.bpf.h"
 #include "thread_events.bpf.h"
 #include "thread_event_programs.bpf.h"

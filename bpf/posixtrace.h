@@ -25,10 +25,10 @@
 /* USDT event types a stream can have. */
 #define PT_USDT_TYPES (PT_EVENT_ID_LIMIT - 2048)
 
-/* USDT probe sites one stream can attach (libbpf's spec map: one entry per
- * site at most). Userspace refuses an attachment past it with ENOSPC before
- * libbpf runs out (libbpf 1.1 double-frees on that error path). */
+/* USDT probe sites one stream can attach, each a uprobe of its own. */
 #define PT_USDT_MAX_SITES 4096
+/* Distinct argument layouts (struct pt_usdt_spec) one stream can hold. */
+#define PT_USDT_MAX_SPECS 1024
 
 /* How many processes one stream may trace at once. */
 #define PT_MAX_TRACED_PROCESSES 4096
@@ -37,11 +37,36 @@
 #define PT_RING_HEADER_SIZE 8u
 
 /* x86-64 registers a USDT argument can sit in, as the BPF side reads them
- * from struct pt_regs. 0 means "not a plain register": use bpf_usdt_arg(). */
+ * from struct pt_regs. */
 enum pt_register {
     PT_REG_NONE = 0,
     PT_REG_AX, PT_REG_BX, PT_REG_CX, PT_REG_DX, PT_REG_SI, PT_REG_DI, PT_REG_BP, PT_REG_SP,
     PT_REG_R8, PT_REG_R9, PT_REG_R10, PT_REG_R11, PT_REG_R12, PT_REG_R13, PT_REG_R14, PT_REG_R15,
+};
+
+/* Where one argument of a USDT probe site is, as its note says. */
+enum pt_usdt_arg_kind {
+    PT_USDT_ARG_CONSTANT = 0, /* `value` itself */
+    PT_USDT_ARG_REGISTER = 1, /* the register */
+    PT_USDT_ARG_MEMORY = 2,   /* the bytes at the register + `value` */
+};
+
+struct pt_usdt_arg {
+    __s64 value;
+    __u8 kind;  /* enum pt_usdt_arg_kind */
+    __u8 reg;   /* enum pt_register */
+    __s8 size;  /* bytes: 1, 2, 4 or 8; negative when signed */
+    __u8 pad[5];
+};
+
+/* The argument layout of a probe site, found through the uprobe's BPF
+ * cookie (its index in the usdt_specs map): each site is read as its own
+ * note says, whatever compiler or build placed its arguments. */
+struct pt_usdt_spec {
+    __u64 event_id; /* the event type of a USDT probe (PROVIDER:NAME) */
+    __u32 arg_count;
+    __u32 pad;
+    struct pt_usdt_arg args[PT_USDT_MAX_ARGS];
 };
 
 enum pt_record_flags {

@@ -31,11 +31,6 @@ struct {
     __type(value, struct pt_cpu_state);
 } cpu_states SEC(".maps");
 
-/* Where posix_trace_event's arguments sit, from its USDT note; set before
- * load, so the verifier prunes every other register. */
-const volatile __u8 user_event_arg_regs[4] = {};
-const volatile __s8 user_event_arg_sizes[4] = {};
-
 /* Stream control, written by userspace while the programs run. */
 volatile __u32 stream_state; /* enum pt_stream_state */
 volatile __u32 primary_tgid; /* the process the stream was created for */

@@ -4,70 +4,9 @@
 #ifndef POSIXTRACE_USER_EVENTS_BPF_H
 #define POSIXTRACE_USER_EVENTS_BPF_H
 
-/* A context load at a constant offset, written in asm: as C, clang folds the
- * switch below into one load at a computed offset, which the verifier
- * refuses for a context pointer. pt_regs is UAPI, its layout fixed. */
-#define PT_REGS_LOAD(ctx, field)                                                   \
-    ({                                                                             \
-        __u64 __value;                                                             \
-        asm volatile("%[value] = *(u64 *)(%[base] + %[offset])"                    \
-                     : [value] "=r"(__value)                                       \
-                     : [base] "r"(ctx), [offset] "i"(__builtin_offsetof(struct pt_regs, field))); \
-        __value;                                                                   \
-    })
-
-static __always_inline __u64 register_value(struct pt_regs *ctx, __u8 reg)
-{
-#if defined(__TARGET_ARCH_x86)
-    switch (reg) {
-    case PT_REG_AX: return PT_REGS_LOAD(ctx, ax);
-    case PT_REG_BX: return PT_REGS_LOAD(ctx, bx);
-    case PT_REG_CX: return PT_REGS_LOAD(ctx, cx);
-    case PT_REG_DX: return PT_REGS_LOAD(ctx, dx);
-    case PT_REG_SI: return PT_REGS_LOAD(ctx, si);
-    case PT_REG_DI: return PT_REGS_LOAD(ctx, di);
-    case PT_REG_BP: return PT_REGS_LOAD(ctx, bp);
-    case PT_REG_SP: return PT_REGS_LOAD(ctx, sp);
-    case PT_REG_R8: return PT_REGS_LOAD(ctx, r8);
-    case PT_REG_R9: return PT_REGS_LOAD(ctx, r9);
-    case PT_REG_R10: return PT_REGS_LOAD(ctx, r10);
-    case PT_REG_R11: return PT_REGS_LOAD(ctx, r11);
-    case PT_REG_R12: return PT_REGS_LOAD(ctx, r12);
-    case PT_REG_R13: return PT_REGS_LOAD(ctx, r13);
-    case PT_REG_R14: return PT_REGS_LOAD(ctx, r14);
-    case PT_REG_R15: return PT_REGS_LOAD(ctx, r15);
-    }
-#endif
-    return 0;
-}
-
-static __always_inline __u64 sized(__u64 value, __s8 size)
-{
-    switch (size) {
-    case 1: return (__u8)value;
-    case -1: return (__s64)(__s8)value;
-    case 2: return (__u16)value;
-    case -2: return (__s64)(__s16)value;
-    case 4: return (__u32)value;
-    case -4: return (__s64)(__s32)value;
-    }
-    return value;
-}
-
-/* Argument `index` of posix_trace_event's probe: one load from pt_regs when
- * the note puts it in a register (bpf_usdt_arg costs a helper call or two). */
-static __always_inline __u64 user_event_arg(struct pt_regs *ctx, int index)
-{
-    long value = 0;
-
-    if (user_event_arg_regs[index] != PT_REG_NONE)
-        return sized(register_value(ctx, user_event_arg_regs[index]), user_event_arg_sizes[index]);
-    bpf_usdt_arg(ctx, index, &value);
-    return value;
-}
-
 struct user_event_args {
     struct pt_regs *ctx;
+    const struct pt_usdt_spec *spec;
     struct cpu_slot slot;
     __u64 pid_tgid;
     __u64 copy_len;
@@ -91,7 +30,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
         if (copy_len > room)
             copy_len = room;
         if (copy_len && bpf_probe_read_user(record->data, copy_len,
-                                            (const void *)user_event_arg(a->ctx, 1)) != 0) {
+                                            (const void *)usdt_arg(a->ctx, a->spec, 1)) != 0) {
             copy_len = 0;
             flags |= PT_RECORD_DATA_FAULT;
         }
@@ -99,7 +38,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
         copy_len = 0;
     }
     record->thread_id = current_pthread_id();
-    record->prog_address = user_event_arg(a->ctx, 3);
+    record->prog_address = usdt_arg(a->ctx, a->spec, 3);
     record->pid = a->pid_tgid >> 32;
     record->tid = (__u32)a->pid_tgid;
     record->event_id = a->event_id;
@@ -114,7 +53,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
  * argument is the caller's address. Arguments are fetched only once the
  * cheap checks have passed: an untraced process or a stopped stream costs
  * the uprobe and two loads. */
-SEC("usdt")
+SEC("uprobe")
 int user_event(struct pt_regs *ctx)
 {
     __u32 state_now = stream_state;
@@ -126,7 +65,10 @@ int user_event(struct pt_regs *ctx)
     a.pid_tgid = bpf_get_current_pid_tgid();
     if (!process_traced(a.pid_tgid >> 32))
         return 0;
-    a.event_id = user_event_arg(ctx, 0);
+    a.spec = usdt_spec_of(ctx);
+    if (!a.spec)
+        return 0;
+    a.event_id = usdt_arg(ctx, a.spec, 0);
     /* user event ids only: a system event id would forge the stream's own */
     if (a.event_id < PT_EVENT_USER_FIRST || a.event_id >= PT_EVENT_USDT_FIRST ||
         event_filtered(a.event_id))
@@ -138,7 +80,7 @@ int user_event(struct pt_regs *ctx)
         return 0;
     }
 
-    a.copy_len = data_len = user_event_arg(ctx, 2);
+    a.copy_len = data_len = usdt_arg(ctx, a.spec, 2);
     if (data_len > max_data_size) {
         a.copy_len = max_data_size;
         a.flags |= PT_RECORD_TRUNCATED;
@@ -171,10 +113,11 @@ static __always_inline __u8 usdt_string_argument(__u32 event_id)
 /* Any USDT probe of a traced process. The stream gives each PROVIDER:NAME an
  * event type id and attaches with it as the BPF cookie; the payload is the
  * probe's arguments, each a little-endian 64-bit value, in order. */
-SEC("usdt")
+SEC("uprobe")
 int usdt_event(struct pt_regs *ctx)
 {
     __u32 state_now = stream_state, event_id;
+    const struct pt_usdt_spec *spec;
     struct cpu_slot slot;
     struct pt_record *record;
     __u64 pid_tgid, wakeup, data_len;
@@ -186,7 +129,10 @@ int usdt_event(struct pt_regs *ctx)
     pid_tgid = bpf_get_current_pid_tgid();
     if (!process_traced(pid_tgid >> 32))
         return 0;
-    event_id = (__u32)bpf_usdt_cookie(ctx);
+    spec = usdt_spec_of(ctx);
+    if (!spec)
+        return 0;
+    event_id = (__u32)spec->event_id;
     if (event_filtered(event_id))
         return 0;
     if (!this_cpu_slot(&slot))
@@ -201,14 +147,12 @@ int usdt_event(struct pt_regs *ctx)
                           event_id);
     if (!record)
         return 0;
-    count = bpf_usdt_arg_cnt(ctx);
-    if (count < 0)
-        count = 0;
+    count = spec->arg_count;
     for (int i = 0; i < PT_USDT_MAX_ARGS; i++) {
-        long value = 0;
+        __u64 value;
         if (i >= count)
             break;
-        bpf_usdt_arg(ctx, i, &value);
+        value = usdt_arg(ctx, spec, i);
         __builtin_memcpy(record->data + i * 8, &value, 8);
     }
     data_len = (__u64)count * 8;

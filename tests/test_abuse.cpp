@@ -259,16 +259,17 @@ LoggedEvents read_log(const std::string &log)
 }
 
 // A directory of `count` distinct copies libabuse-N.so, the first `probed`
-// of abuselib (with its probe), the others of plainlib: each file is
-// another object for the tracer to read and attach in.
-std::filesystem::path library_copies(int count, int probed)
+// of `probed_library` (abuselib: with its probe), the others of plainlib:
+// each file is another object for the tracer to read and attach in.
+std::filesystem::path library_copies(int count, int probed,
+                                     const char *probed_library = "libabuselib.so")
 {
     namespace fs = std::filesystem;
     fs::path directory = temp_path("abuse-libraries");
     fs::remove(directory);
     fs::create_directory(directory);
     for (int i = 0; i < count; ++i)
-        fs::copy_file(helper_path(i < probed ? "libabuselib.so" : "libplainlib.so"),
+        fs::copy_file(helper_path(i < probed ? probed_library : "libplainlib.so"),
                       directory / ("libabuse-" + std::to_string(i) + ".so"));
     return directory;
 }
@@ -438,6 +439,21 @@ TEST_CASE("abuse: a fork storm under --inherit, stopped by Ctrl-C", "[abuse]")
     CHECK(without_hello <= size_t(events.lost));
     CHECK(children <= forks);
     CHECK(events.values["process_exec"].size() <= forks);
+}
+
+TEST_CASE("abuse: libraries cut short and written back while the tracer attaches in them",
+          "[abuse]")
+{
+    namespace fs = std::filesystem;
+    // Notes of most of a megabyte: a reader walking a mapping of the file
+    // is still at it when the file is cut, and dies of SIGBUS.
+    fs::path directory = library_copies(100, 100, "libmanynoteslib.so");
+    WatchedRecording recording("--events user", {"truncate", directory.string(), "100"});
+    recording.require_clean_end(std::chrono::seconds(120), "100 truncated libraries");
+    auto events = read_log(recording.log());
+    REQUIRE(events.values["truncate.done"].size() == 1);
+    CHECK(events.values["truncate.done"][0] == 100);
+    fs::remove_all(directory);
 }
 
 TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")

@@ -37,7 +37,15 @@
  *       Loads DIRECTORY/libabuse-0.so .. -(N-1).so (distinct files), then
  *       for SECONDS fires the abuselib:fire probe of every library once a
  *       round (argument: the round), a round each 100 ms. Ends with
- *       "dlopen.done" (data: the number of rounds). */
+ *       "dlopen.done" (data: the number of rounds).
+ *   abuser truncate DIRECTORY N
+ *       For each of DIRECTORY/libabuse-0.so .. -(N-1).so: loads it, fires
+ *       its probe, then cuts the file to nothing 50 * INDEX us later and
+ *       writes it back 2 ms after (a tracer that maps the file to read it
+ *       faults).
+ *       The cut discards the library's relocated pages too, so none of its
+ *       code runs again: it stays loaded, and the abuser ends with _exit
+ *       after "truncate.done" (data: the libraries loaded). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -322,6 +330,41 @@ static int many_libraries(const char *directory, int total, double seconds)
     return 0;
 }
 
+/* Cuts the file to nothing `delay_us` after it was loaded, and writes it
+ * back 2 ms later: the cuts of successive libraries sweep the time after a
+ * load in which a tracer reads the file. */
+static int cut_and_restore(int fd, const char *bytes, size_t size, int delay_us)
+{
+    usleep((useconds_t)delay_us);
+    if (ftruncate(fd, 0) != 0)
+        return -1;
+    usleep(2000);
+    return pwrite(fd, bytes, size, 0) == (ssize_t)size ? 0 : -1;
+}
+
+static int truncated_libraries(const char *directory, int total)
+{
+    static char bytes[1 << 20];
+    int loaded = 0;
+    for (int i = 0; i < total; ++i) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/libabuse-%d.so", directory, i);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        ssize_t size = fd >= 0 ? pread(fd, bytes, sizeof bytes, 0) : -1;
+        void *library = size > 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        void (*fire)(int) = library ? (void (*)(int))dlsym(library, "abuselib_fire") : NULL;
+        if (!fire)
+            return 2;
+        fire(i);
+        ++loaded;
+        if (cut_and_restore(fd, bytes, (size_t)size, i * 50) != 0)
+            return 2;
+        close(fd);
+    }
+    emit_int(named("truncate.done"), loaded);
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && argc <= 4 && strcmp(argv[1], "names") == 0)
@@ -338,7 +381,10 @@ int main(int argc, char **argv)
         return inode_reuse(argv[2]);
     if (argc == 5 && strcmp(argv[1], "dlopen") == 0)
         return many_libraries(argv[2], atoi(argv[3]), atof(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "truncate") == 0)
+        return truncated_libraries(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: abuser names [PREFIX [NEXT]] | threads N | forks SECONDS | "
-                    "hold N | reuse DIRECTORY | dlopen DIRECTORY N SECONDS\n");
+                    "hold N | reuse DIRECTORY | dlopen DIRECTORY N SECONDS | "
+                    "truncate DIRECTORY N\n");
     return 2;
 }

@@ -16,11 +16,12 @@
 
 #include "events/user_event_table.hpp"
 #include "util/elf_file.hpp"
+#include "util/elf_symbols.hpp"
 #include "util/process_files.hpp"
 
 namespace posixtrace {
 
-bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t &value,
+bool symbol_and_first_load(const std::string &path, const char *symbol_name, uint64_t &value,
                            uint64_t &first_load)
 {
     ElfFile elf(path);
@@ -37,24 +38,11 @@ bool symbol_and_first_load(const std::string &path, const char *symbol, uint64_t
             have_load = true;
         }
     }
-    for (Elf_Scn *section = nullptr; have_load && (section = elf_nextscn(elf.get(), section));) {
-        GElf_Shdr header;
-        if (!gelf_getshdr(section, &header) ||
-            (header.sh_type != SHT_DYNSYM && header.sh_type != SHT_SYMTAB) || !header.sh_entsize)
-            continue;
-        Elf_Data *data = elf_getdata(section, nullptr);
-        for (size_t i = 0; data && i < header.sh_size / header.sh_entsize; ++i) {
-            GElf_Sym sym;
-            const char *name;
-            if (gelf_getsym(data, int(i), &sym) &&
-                (name = elf_strptr(elf.get(), header.sh_link, sym.st_name)) &&
-                std::strcmp(name, symbol) == 0 && sym.st_value) {
-                value = sym.st_value;
-                return true;
-            }
-        }
-    }
-    return false;
+    auto symbol = have_load ? find_symbol(elf, symbol_name) : std::nullopt;
+    if (!symbol)
+        return false;
+    value = symbol->st_value;
+    return true;
 }
 
 namespace {

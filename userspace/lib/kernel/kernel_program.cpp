@@ -79,10 +79,6 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
             return errno_from(-errno);
         program->ring_fds_.push_back(std::move(ring));
     }
-    for (int i = 0; i < 4; ++i) {
-        skel->rodata->user_event_arg_regs[i] = config.user_event_arg_regs[i];
-        skel->rodata->user_event_arg_sizes[i] = config.user_event_arg_sizes[i];
-    }
     bpf_map__set_max_entries(skel->maps.rings, cpus);
     bpf_map__set_max_entries(skel->maps.cpu_states, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
@@ -258,42 +254,34 @@ void KernelProgram::set_inherit_children(bool inherit)
     __atomic_store_n(&skeleton_->bss->inherit_children, uint32_t(inherit), __ATOMIC_SEQ_CST);
 }
 
-int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary)
+int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary, uint64_t offset)
 {
-    LIBBPF_OPTS(bpf_uprobe_opts, options, .func_name = "_dl_debug_state");
+    if (!descriptors_left_for(1))
+        return EMFILE;
     bpf_link *link = bpf_program__attach_uprobe_opts(skeleton_->progs.link_map_changed, pid,
-                                                     binary.c_str(), 0, &options);
+                                                     binary.c_str(), offset, nullptr);
     if (!link)
         return errno_from(-errno);
     links_.emplace_back(link);
     return 0;
 }
 
-int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary, size_t sites)
+int KernelProgram::attach_user_event_probe(pid_t pid, const std::string &binary,
+                                           const UsdtSites &sites)
 {
-    return attach_libposixtrace_probe(skeleton_->progs.user_event, pid, binary, "event", sites);
+    return attach_usdt_sites(skeleton_->progs.user_event, pid, binary, sites, 0);
 }
 
-int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary, size_t sites)
+int KernelProgram::attach_user_name_probe(pid_t pid, const std::string &binary,
+                                          const UsdtSites &sites)
 {
-    return attach_libposixtrace_probe(skeleton_->progs.user_event_name, pid, binary, "eventid_open",
-                                      sites);
+    return attach_usdt_sites(skeleton_->progs.user_event_name, pid, binary, sites, 0);
 }
 
-int KernelProgram::attach_libposixtrace_probe(bpf_program *program, pid_t pid,
-                                              const std::string &binary, const char *name,
-                                              size_t sites)
+int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary, const UsdtSites &sites,
+                                     trace_event_id_t event_id)
 {
-    return attach_usdt_sites(program, pid, binary, "posix_trace", name, nullptr, sites);
-}
-
-int KernelProgram::attach_usdt_probe(pid_t pid, const std::string &binary,
-                                     const std::string &provider, const std::string &name,
-                                     trace_event_id_t event_id, size_t sites)
-{
-    LIBBPF_OPTS(bpf_usdt_opts, options, .usdt_cookie = event_id);
-    return attach_usdt_sites(skeleton_->progs.usdt_event, pid, binary, provider.c_str(),
-                             name.c_str(), &options, sites);
+    return attach_usdt_sites(skeleton_->progs.usdt_event, pid, binary, sites, event_id);
 }
 
 // Each site attached holds two descriptors (its perf event and its link).
@@ -314,23 +302,99 @@ bool KernelProgram::descriptors_left_for(size_t sites)
     return open_now + 2 * sites + kDescriptorReserve <= limit.rlim_cur;
 }
 
-// libbpf takes one spec map entry per distinct site of an attachment, and
-// version 1.1 double-frees when that map is full: never let it get there.
 int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
-                                     const char *provider, const char *name,
-                                     const bpf_usdt_opts *options, size_t sites)
+                                     const UsdtSites &sites, uint64_t event_id)
 {
-    if (sites > PT_USDT_MAX_SITES - usdt_sites_attached_)
+    if (sites.size() > PT_USDT_MAX_SITES - usdt_sites_attached_)
         return ENOSPC;
-    if (!descriptors_left_for(sites))
+    if (!descriptors_left_for(sites.size()))
         return EMFILE;
-    bpf_link *link =
-        bpf_program__attach_usdt(program, pid, binary.c_str(), provider, name, options);
-    if (!link)
-        return errno_from(-errno);
-    links_.emplace_back(link);
-    usdt_sites_attached_ += sites;
+    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> attached;
+    for (const UsdtProbe *site : sites) {
+        int err = 0;
+        auto index = spec_index(*site, event_id, err);
+        if (!index)
+            return err;
+        // By offsets computed from our own read of the file: libbpf opens
+        // no traced file (a file truncated under a mapping reader faults it).
+        LIBBPF_OPTS(bpf_uprobe_opts, options, .ref_ctr_offset = size_t(site->semaphore_offset),
+                    .bpf_cookie = *index);
+        bpf_link *link = bpf_program__attach_uprobe_opts(program, pid, binary.c_str(),
+                                                         size_t(*site->site_offset), &options);
+        if (!link)
+            return errno_from(-errno);
+        attached.emplace_back(link);
+    }
+    for (auto &link : attached)
+        links_.push_back(std::move(link));
+    usdt_sites_attached_ += sites.size();
     return 0;
+}
+
+namespace {
+uint8_t pt_register_of(const std::string &name)
+{
+    static const char *const names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+                                        "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
+    for (size_t i = 0; i < std::size(names); ++i)
+        if (name == names[i])
+            return uint8_t(PT_REG_AX + i);
+    return PT_REG_NONE;
+}
+
+// The BPF side's form of a site's arguments; false for one it cannot read.
+bool usdt_spec_of(const UsdtProbe &site, uint64_t event_id, pt_usdt_spec &spec)
+{
+    spec = {};
+    spec.event_id = event_id;
+    if (!site.site_offset || site.parsed.size() > PT_USDT_MAX_ARGS ||
+        (site.parsed.empty() && !site.arguments.empty()))
+        return false;
+    spec.arg_count = uint32_t(site.parsed.size());
+    for (size_t i = 0; i < site.parsed.size(); ++i) {
+        const UsdtArgument &argument = site.parsed[i];
+        pt_usdt_arg &arg = spec.args[i];
+        int bytes = argument.size < 0 ? -argument.size : argument.size;
+        if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
+            return false;
+        arg.size = int8_t(argument.size);
+        arg.value = argument.value;
+        if (argument.kind == UsdtArgument::Kind::Constant) {
+            arg.kind = PT_USDT_ARG_CONSTANT;
+            continue;
+        }
+        arg.kind = argument.kind == UsdtArgument::Kind::Register ? PT_USDT_ARG_REGISTER
+                                                                 : PT_USDT_ARG_MEMORY;
+        arg.reg = pt_register_of(argument.reg);
+        if (arg.reg == PT_REG_NONE)
+            return false; // %rip-relative and the like
+    }
+    return true;
+}
+} // namespace
+
+std::optional<uint32_t> KernelProgram::spec_index(const UsdtProbe &site, uint64_t event_id,
+                                                  int &err)
+{
+    pt_usdt_spec spec;
+    if (!usdt_spec_of(site, event_id, spec)) {
+        err = ENOEXEC;
+        return std::nullopt;
+    }
+    std::string key(reinterpret_cast<const char *>(&spec), sizeof spec);
+    if (auto found = usdt_spec_indexes_.find(key); found != usdt_spec_indexes_.end())
+        return found->second;
+    if (usdt_spec_indexes_.size() >= PT_USDT_MAX_SPECS) {
+        err = ENOSPC;
+        return std::nullopt;
+    }
+    uint32_t index = uint32_t(usdt_spec_indexes_.size());
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.usdt_specs), &index, &spec, BPF_ANY)) {
+        err = errno_from(-errno);
+        return std::nullopt;
+    }
+    usdt_spec_indexes_.emplace(std::move(key), index);
+    return index;
 }
 
 void KernelProgram::set_usdt_string_argument(trace_event_id_t event_id,
@@ -499,39 +563,6 @@ uint64_t KernelProgram::recursion_misses_total() const
     uint64_t total = 0;
     for_each_loaded_program(skeleton_->obj, [&](bpf_program *, uint64_t count) { total += count; });
     return total;
-}
-
-namespace {
-uint8_t pt_register_of(const std::string &name)
-{
-    static const char *const names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
-                                        "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
-    for (size_t i = 0; i < std::size(names); ++i)
-        if (name == names[i])
-            return uint8_t(PT_REG_AX + i);
-    return PT_REG_NONE;
-}
-} // namespace
-
-void locate_user_event_arguments(const std::string &binary, KernelProgram::Config &config)
-{
-    std::fill(std::begin(config.user_event_arg_regs), std::end(config.user_event_arg_regs),
-              uint8_t(PT_REG_NONE));
-    std::vector<UsdtProbe> probes;
-    if (read_usdt_probes(binary, probes) != 0)
-        return;
-    for (const auto &probe : probes) {
-        if (probe.provider != "posix_trace" || probe.name != "event" || probe.parsed.size() != 4)
-            continue;
-        for (size_t i = 0; i < 4; ++i) {
-            const UsdtArgument &argument = probe.parsed[i];
-            if (argument.kind != UsdtArgument::Kind::Register)
-                return; // every site must agree; fall back to bpf_usdt_arg
-            config.user_event_arg_regs[i] = pt_register_of(argument.reg);
-            config.user_event_arg_sizes[i] = int8_t(argument.size);
-        }
-        return; // one site: libposixtrace has exactly one
-    }
 }
 
 std::string object_path_of(const void *address)

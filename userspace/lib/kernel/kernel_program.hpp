@@ -4,6 +4,7 @@
 #include <trace.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,9 +16,11 @@
 struct posixtrace_bpf;
 struct bpf_link;
 struct bpf_program;
-struct bpf_usdt_opts;
 
 namespace posixtrace {
+
+struct UsdtProbe;
+using UsdtSites = std::vector<const UsdtProbe *>;
 
 // The kernel half of one stream: its loaded BPF object (from the embedded
 // skeleton), one ring buffer per possible CPU, and the probes it is attached
@@ -28,10 +31,6 @@ public:
     struct Config {
         size_t ring_bytes;      // per CPU, a power of two multiple of the page size
         uint32_t max_data_size; // bytes of user data copied per event
-        // Registers holding posix_trace_event's probe arguments (enum
-        // pt_register, PT_REG_NONE when unknown) and their sizes.
-        uint8_t user_event_arg_regs[4];
-        int8_t user_event_arg_sizes[4];
     };
 
     // 0, or EPERM (no privilege to load BPF), ENOMEM, or another errno.
@@ -52,22 +51,26 @@ public:
     // first instruction).
     static constexpr pid_t kAllProcesses = -1;
 
-    // The USDT attach calls take the number of sites the probe has in
-    // `binary`: a stream attaches at most PT_USDT_MAX_SITES in all, and
-    // fails with ENOSPC past that.
+    // The USDT attach calls take the sites of one probe in `binary` (a
+    // file the caller opened and read: `binary` names that very file), each
+    // attached by its own offsets, so nothing else parses the file. Each
+    // site is read by its own argument layout. A stream attaches at most
+    // PT_USDT_MAX_SITES sites and PT_USDT_MAX_SPECS layouts in all: ENOSPC
+    // past that; ENOEXEC for a site whose note cannot be attached (an
+    // argument the BPF side cannot read, no offset in the file).
 
-    // Attaches the posix_trace:event USDT probe of `binary` in process `pid`.
-    int attach_user_event_probe(pid_t pid, const std::string &binary, size_t sites);
+    // posix_trace_event()'s probe (posix_trace:event) in process `pid`.
+    int attach_user_event_probe(pid_t pid, const std::string &binary, const UsdtSites &sites);
     // libposixtrace's posix_trace:eventid_open probe: names in-band.
-    int attach_user_name_probe(pid_t pid, const std::string &binary, size_t sites);
+    int attach_user_name_probe(pid_t pid, const std::string &binary, const UsdtSites &sites);
 
-    // Attaches the link-map hook to the dynamic linker `binary`.
-    int attach_link_map_hook(pid_t pid, const std::string &binary);
+    // Attaches the link-map hook at file offset `offset` of the dynamic
+    // linker `binary` (its _dl_debug_state).
+    int attach_link_map_hook(pid_t pid, const std::string &binary, uint64_t offset);
 
-    // Attaches every site of PROVIDER:NAME in `binary` for process `pid`;
-    // its records carry `event_id`.
-    int attach_usdt_probe(pid_t pid, const std::string &binary, const std::string &provider,
-                          const std::string &name, trace_event_id_t event_id, size_t sites);
+    // A probe the user asked for (PROVIDER:NAME); its records carry `event_id`.
+    int attach_usdt_probe(pid_t pid, const std::string &binary, const UsdtSites &sites,
+                          trace_event_id_t event_id);
 
     // Argument `index` of USDT event type `event_id` points to a string the
     // kernel copies into the record (nullopt: none).
@@ -132,15 +135,15 @@ public:
     uint64_t recursion_misses_total() const;
 
 private:
-    int attach_libposixtrace_probe(bpf_program *program, pid_t pid, const std::string &binary,
-                                   const char *name, size_t sites);
     static bool descriptors_left_for(size_t sites);
     // One counter of the mmapped per-CPU states, summed over the CPUs.
     uint64_t sum_over_cpus(__u64 pt_cpu_state::*counter) const;
-    // One USDT attachment of `sites` sites, within the stream's budget.
+    // Every site of one probe, within the stream's budget; all or none.
     int attach_usdt_sites(bpf_program *program, pid_t pid, const std::string &binary,
-                          const char *provider, const char *name, const bpf_usdt_opts *options,
-                          size_t sites);
+                          const UsdtSites &sites, uint64_t event_id);
+    // The usdt_specs index of a site's layout, added when new; nullopt
+    // when the BPF side cannot read it or the map is full (`err`).
+    std::optional<uint32_t> spec_index(const UsdtProbe &site, uint64_t event_id, int &err);
     struct SkeletonDeleter {
         void operator()(posixtrace_bpf *skeleton) const;
     };
@@ -175,10 +178,8 @@ private:
     size_t cpu_states_bytes_ = 0;
     std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
     size_t usdt_sites_attached_ = 0; // never released: links live as long as the stream
+    std::map<std::string, uint32_t> usdt_spec_indexes_; // a pt_usdt_spec's bytes -> its index
 };
-
-// Where the arguments of the posix_trace:event probe in `binary` sit.
-void locate_user_event_arguments(const std::string &binary, KernelProgram::Config &config);
 
 // Path of the object (shared library or executable) that holds `address`
 // in this process, for attaching probes to our own code.

@@ -47,9 +47,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     } else if ((target_object = user_event_object_of(target))) {
         binary = target_object->path();
     }
-    KernelProgram::Config config{
-        ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size), {}, {}};
-    locate_user_event_arguments(binary, config);
+    KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
+                                 uint32_t(attributes.max_data_size)};
     // Every record is reserved in a ring created after this: stamped later.
     uint64_t rings_created_after_ns = monotonic_now();
     if (int err = KernelProgram::load(config, kernel_))
@@ -64,7 +63,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         return err;
     if (int err = select_thread_event_programs_locked())
         return err;
-    probes_ = std::make_unique<ProbeAttacher>(*kernel_, config, inherit);
+    probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);
     // This process's user events come through the lanes or through the
     // probe, never both, never neither.
     if (takes_lanes(target, attributes) && probes_->leave_user_events_of(target, binary)) {

@@ -12,6 +12,7 @@
 
 #include "usdt/pending_libraries.hpp"
 #include "util/elf_file.hpp"
+#include "util/elf_symbols.hpp"
 
 namespace posixtrace {
 namespace {
@@ -36,12 +37,15 @@ bool is_resource_error(int err)
     return err == EMFILE || err == ENFILE || err == ENOMEM;
 }
 
-size_t sites_of(const std::vector<UsdtProbe> &probes, const std::string &provider,
-                const std::string &name)
+// The sites of PROVIDER:NAME in an object: one attachment covers them all.
+UsdtSites sites_of(const std::vector<UsdtProbe> &probes, const std::string &provider,
+                   const std::string &name)
 {
-    return size_t(std::count_if(probes.begin(), probes.end(), [&](const UsdtProbe &probe) {
-        return probe.provider == provider && probe.name == name;
-    }));
+    UsdtSites sites;
+    for (const auto &probe : probes)
+        if (probe.provider == provider && probe.name == name)
+            sites.push_back(&probe);
+    return sites;
 }
 
 } // namespace
@@ -66,21 +70,48 @@ std::string interpreter_of(const std::string &executable)
     return {};
 }
 
+bool ProbeAttacher::may_attach(const UsdtProbe &probe) const
+{
+    if (probe.provider == "posix_trace")
+        return true;
+    return std::any_of(specs_.begin(), specs_.end(), [&](const std::string &spec) {
+        return usdt_spec_matches(spec, probe.provider, probe.name);
+    });
+}
+
 std::shared_ptr<const std::vector<UsdtProbe>>
 ProbeAttacher::probes_of(const FileId &file, const std::string &path, int &resource_error)
 {
     resource_error = 0;
     if (auto found = notes_.find(file); found != notes_.end())
         return found->second;
-    auto probes = std::make_shared<std::vector<UsdtProbe>>();
-    int err = read_usdt_probes(path, *probes);
+    std::vector<UsdtProbe> all;
+    int err = read_usdt_probes(path, all);
     if (is_resource_error(err)) {
         resource_error = err; // not the object's fault: read again next time
         return nullptr;
     }
     // Otherwise an object without notes, or with notes we cannot read, has no probes.
-    notes_.emplace(file, probes);
-    return probes;
+    auto kept = std::make_shared<std::vector<UsdtProbe>>();
+    for (auto &probe : all)
+        if (may_attach(probe))
+            kept->push_back(std::move(probe));
+    notes_.emplace(file, kept);
+    return kept;
+}
+
+void ProbeAttacher::remember_mapped(pid_t pid, std::set<FileId> files)
+{
+    mapped_[pid] = std::move(files);
+    std::set<FileId> anywhere;
+    for (const auto &[_, mapped] : mapped_)
+        anywhere.insert(mapped.begin(), mapped.end());
+    std::erase_if(notes_, [&](const auto &entry) { return !anywhere.count(entry.first); });
+    // An object gone whose probes were not attached is scanned anew if it
+    // comes back; one with attachments stays scanned (its uprobes stay).
+    std::erase_if(scanned_, [&](const Placement &placement) {
+        return !anywhere.count(placement.file) && !with_links_.count(placement);
+    });
 }
 
 const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
@@ -134,6 +165,7 @@ int ProbeAttacher::for_each_object(pid_t pid, const std::function<int(const Mapp
         if (int err = visit_file(open_in_root(pid, path), path))
             return err;
     }
+    remember_mapped(pid, std::move(seen));
     return visited ? 0 : ESRCH;
 }
 
@@ -142,24 +174,6 @@ void ProbeAttacher::note_unattached(pid_t scope, const std::string &name, int er
     unattached_.insert({scope, name});
     if (!unattached_error_)
         unattached_error_ = err;
-}
-
-// posix_trace_event's arguments are read from the registers the stream's
-// BPF object was built for (or with bpf_usdt_arg when it was built without);
-// a libposixtrace built to pass them elsewhere would give wrong events.
-bool ProbeAttacher::user_event_probe_compatible(const UsdtProbe &probe) const
-{
-    if (probe.parsed.size() != 4)
-        return false;
-    for (size_t i = 0; i < 4; ++i) {
-        if (config_.user_event_arg_regs[i] == PT_REG_NONE)
-            continue;
-        const UsdtArgument &argument = probe.parsed[i];
-        if (argument.kind != UsdtArgument::Kind::Register ||
-            argument.size != config_.user_event_arg_sizes[i])
-            return false;
-    }
-    return true;
 }
 
 bool ProbeAttacher::leave_user_events_of(pid_t pid, const std::string &path)
@@ -178,7 +192,9 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
         return 0;
     pid_t scope = object.placement.scope;
     if (interpreter == object.placement.file) // best effort: dlopen discovery
-        kernel_.attach_link_map_hook(scope, object.file.path());
+        if (auto hook = symbol_file_offset(object.file.path(), "_dl_debug_state"))
+            if (kernel_.attach_link_map_hook(scope, object.file.path(), *hook) == 0)
+                with_links_.insert(object.placement);
     // One attachment per probe name covers every site of it.
     bool names = false, events = false;
     int err = 0;
@@ -187,13 +203,20 @@ int ProbeAttacher::attach_fixed_probes(const MappedObject &object,
             continue;
         if (probe.name == "eventid_open" && !names) {
             names = true; // names in-band: best effort, memory is the fallback
-            kernel_.attach_user_name_probe(scope, object.file.path(),
-                                           sites_of(*object.probes, probe.provider, probe.name));
-        } else if (probe.name == "event" && !events && user_event_probe_compatible(probe) &&
-                   object.placement != user_events_elsewhere_) {
+            if (kernel_.attach_user_name_probe(
+                    scope, object.file.path(),
+                    sites_of(*object.probes, probe.provider, probe.name)) == 0)
+                with_links_.insert(object.placement);
+        } else if (probe.name == "event" && !events && object.placement != user_events_elsewhere_) {
+            // Any build of libposixtrace: each site is read as its note says.
             events = true;
-            err = kernel_.attach_user_event_probe(
-                scope, object.file.path(), sites_of(*object.probes, probe.provider, probe.name));
+            err = probe.parsed.size() != 4
+                      ? ENOEXEC
+                      : kernel_.attach_user_event_probe(
+                            scope, object.file.path(),
+                            sites_of(*object.probes, probe.provider, probe.name));
+            if (!err)
+                with_links_.insert(object.placement);
         }
     }
     return err;
@@ -219,10 +242,11 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
             usdt_names_.push_back(key);
         }
         if (int err = kernel_.attach_usdt_probe(
-                object.placement.scope, object.file.path(), probe.provider, probe.name,
-                slot->second, sites_of(*object.probes, probe.provider, probe.name)))
+                object.placement.scope, object.file.path(),
+                sites_of(*object.probes, probe.provider, probe.name), slot->second))
             return err;
         usdt_attached_.insert({object.placement, key});
+        with_links_.insert(object.placement);
         ++attached;
     }
     return 0;
@@ -257,22 +281,27 @@ int ProbeAttacher::add_usdt_spec(pid_t pid, const std::string &spec, size_t &att
 {
     attached = 0;
     bool matched = false;
-    if (int err = for_each_object(pid, [&](const MappedObject &object) {
-            return attach_spec(object, spec, matched, attached);
-        }))
-        return err;
-    if (!matched)
-        return ENOENT;
     specs_.push_back(spec);
-    return 0;
+    notes_.clear(); // what was read kept only the probes of the specs before
+    int err = for_each_object(pid, [&](const MappedObject &object) {
+        return attach_spec(object, spec, matched, attached);
+    });
+    if (!err && !matched)
+        err = ENOENT;
+    if (err)
+        specs_.pop_back();
+    return err;
 }
 
 void ProbeAttacher::forget(pid_t pid)
 {
     pending_.erase(pid);
+    remember_mapped(pid, {});
+    mapped_.erase(pid);
     if (system_wide_)
         return; // attachments are shared by every traced process
     std::erase_if(scanned_, [pid](const Placement &p) { return p.scope == pid; });
+    std::erase_if(with_links_, [pid](const Placement &p) { return p.scope == pid; });
     std::erase_if(usdt_attached_, [pid](const auto &entry) { return entry.first.scope == pid; });
 }
 

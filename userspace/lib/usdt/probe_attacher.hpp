@@ -26,8 +26,8 @@ public:
     // `system_wide`: attach in every process that maps an object (the BPF
     // side keeps the traced ones), so children are covered from their first
     // instruction; otherwise in the scanned process only.
-    ProbeAttacher(KernelProgram &kernel, const KernelProgram::Config &config, bool system_wide)
-        : kernel_(kernel), config_(config), system_wide_(system_wide)
+    ProbeAttacher(KernelProgram &kernel, bool system_wide)
+        : kernel_(kernel), system_wide_(system_wide)
     {
     }
 
@@ -91,23 +91,30 @@ private:
     int for_each_object(pid_t pid, const std::function<int(const MappedObject &)> &visit);
     void note_unattached(pid_t scope, const std::string &name, int err);
     const std::vector<std::string> &pending_libraries_of(pid_t pid);
-    // The object's probes, read once; nullptr with `resource_error` set when
-    // the tracer lacked descriptors or memory to read them.
+    // The object's probes the stream may attach (libposixtrace's, and those
+    // a spec names), read once while a traced process maps the object;
+    // nullptr with `resource_error` set when the tracer lacked descriptors
+    // or memory to read them.
     std::shared_ptr<const std::vector<UsdtProbe>>
     probes_of(const FileId &file, const std::string &path, int &resource_error);
+    bool may_attach(const UsdtProbe &probe) const;
+    // Forgets what was read of objects no traced process maps any more: a
+    // process that loads and deletes libraries without end costs the tracer
+    // no memory for those gone.
+    void remember_mapped(pid_t pid, std::set<FileId> files);
     int attach_fixed_probes(const MappedObject &object, std::optional<FileId> interpreter);
     int attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
                     size_t &attached);
-    bool user_event_probe_compatible(const UsdtProbe &probe) const;
     pid_t scope_of(pid_t pid) const { return system_wide_ ? KernelProgram::kAllProcesses : pid; }
 
     KernelProgram &kernel_;
-    KernelProgram::Config config_;
     bool system_wide_;
     std::optional<Placement> user_events_elsewhere_; // see leave_user_events_of()
     std::vector<std::string> specs_;
     std::map<FileId, std::shared_ptr<const std::vector<UsdtProbe>>> notes_;
+    std::map<pid_t, std::set<FileId>> mapped_; // by each traced process, at its last refresh
     std::set<Placement> scanned_;
+    std::set<Placement> with_links_; // objects with a probe attached: scanned for good
     std::set<std::pair<Placement, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
     std::vector<std::string> usdt_names_; // index: id - POSIX_TRACE_USDT_EVENT_FIRST
     std::map<std::string, trace_event_id_t> usdt_ids_;

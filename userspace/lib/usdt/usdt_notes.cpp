@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -23,10 +23,10 @@ constexpr uint32_t kStapsdtNoteType = 3;
 std::optional<std::string> full_register(std::string name)
 {
     static const char *const legacy[][5] = {
-        {"rax", "eax", "ax", "al", nullptr}, {"rbx", "ebx", "bx", "bl", nullptr},
-        {"rcx", "ecx", "cx", "cl", nullptr}, {"rdx", "edx", "dx", "dl", nullptr},
-        {"rsi", "esi", "si", "sil", nullptr}, {"rdi", "edi", "di", "dil", nullptr},
-        {"rbp", "ebp", "bp", "bpl", nullptr}, {"rsp", "esp", "sp", "spl", nullptr},
+        {"rax", "eax", "ax", "al", nullptr},        {"rbx", "ebx", "bx", "bl", nullptr},
+        {"rcx", "ecx", "cx", "cl", nullptr},        {"rdx", "edx", "dx", "dl", nullptr},
+        {"rsi", "esi", "si", "sil", nullptr},       {"rdi", "edi", "di", "dil", nullptr},
+        {"rbp", "ebp", "bp", "bpl", nullptr},       {"rsp", "esp", "sp", "spl", nullptr},
         {"rip", nullptr, nullptr, nullptr, nullptr}};
     for (const auto &row : legacy)
         for (int i = 0; i < 5 && row[i]; ++i)
@@ -133,10 +133,44 @@ static bool sections_within_file(const ElfFile &file)
         GElf_Shdr sh;
         if (!gelf_getshdr(section, &sh))
             return false;
-        if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > file_size || sh.sh_size > file_size - sh.sh_offset))
+        if (sh.sh_type != SHT_NOBITS &&
+            (sh.sh_offset > file_size || sh.sh_size > file_size - sh.sh_offset))
             return false;
     }
     return true;
+}
+
+// The link-time address of the section named `wanted`, if the file has one.
+static std::optional<uint64_t> section_address(Elf *elf, size_t section_names, const char *wanted)
+{
+    for (Elf_Scn *section = nullptr; (section = elf_nextscn(elf, section));) {
+        GElf_Shdr header;
+        const char *name;
+        if (gelf_getshdr(section, &header) &&
+            (name = elf_strptr(elf, section_names, header.sh_name)) &&
+            std::strcmp(name, wanted) == 0)
+            return header.sh_addr;
+    }
+    return std::nullopt;
+}
+
+// Where each probe's uprobe goes. A note records the addresses the object
+// was linked at, and the address of .stapsdt.base then: a tool that moved
+// the object afterwards (prelink) moved that section too, by the same amount.
+static void locate_sites(const ElfFile &elf, size_t section_names, std::vector<UsdtProbe> &probes)
+{
+    auto base = section_address(elf.get(), section_names, ".stapsdt.base");
+    for (auto &probe : probes) {
+        uint64_t moved = base && probe.base ? *base - probe.base : 0;
+        probe.site_offset = elf.file_offset_of(probe.address + moved, true);
+        if (!probe.semaphore)
+            continue;
+        auto semaphore = elf.file_offset_of(probe.semaphore + moved, false);
+        if (semaphore)
+            probe.semaphore_offset = *semaphore;
+        else
+            probe.site_offset.reset(); // its guard could not be raised: it would never fire
+    }
 }
 
 int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
@@ -159,7 +193,7 @@ int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
         const char *name = elf_strptr(elf.get(), section_names, header.sh_name);
         if (!name || std::strcmp(name, ".note.stapsdt") != 0)
             continue;
-        Elf_Data *data = elf_getdata(section, nullptr);
+        Elf_Data *data = elf.section_data(section, kMaxNotesBytes);
         if (!data)
             return ENOEXEC;
         GElf_Nhdr note;
@@ -190,6 +224,7 @@ int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
             probes.push_back(std::move(probe));
         }
     }
+    locate_sites(elf, section_names, probes);
     return 0;
 }
 

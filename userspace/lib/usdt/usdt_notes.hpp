@@ -13,9 +13,9 @@ namespace posixtrace {
 struct UsdtArgument {
     enum class Kind { Constant, Register, RegisterDeref };
     Kind kind = Kind::Constant;
-    int size = 8;         // bytes; negative when signed
-    std::string reg;      // 64-bit register name, without '%': "rdi", "r8"
-    int64_t value = 0;    // the constant, or the offset of a dereference
+    int size = 8;      // bytes; negative when signed
+    std::string reg;   // 64-bit register name, without '%': "rdi", "r8"
+    int64_t value = 0; // the constant, or the offset of a dereference
 };
 
 // One probe site from an ELF file's .note.stapsdt section.
@@ -27,7 +27,16 @@ struct UsdtProbe {
     uint64_t semaphore = 0; // link-time address, 0 when none
     std::string arguments;  // as written in the note
     std::vector<UsdtArgument> parsed;
+    // Where a uprobe goes: the site's offset in the file, and its
+    // semaphore's (0: none). nullopt when the addresses lie in no loaded
+    // segment of the file: such a site cannot be attached.
+    std::optional<uint64_t> site_offset;
+    uint64_t semaphore_offset = 0;
 };
+
+// Notes sections larger than this are refused (ENOEXEC): real ones are
+// kilobytes, and libelf reads a section whole.
+constexpr size_t kMaxNotesBytes = 16 << 20;
 
 // The USDT probes of an ELF file; 0, or an errno (ENOENT, EACCES, ENOEXEC
 // for a file that is not ELF or is truncated).

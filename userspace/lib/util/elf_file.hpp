@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "util/unique_fd.hpp"
@@ -40,6 +41,37 @@ public:
     {
         struct stat st;
         return fd_ && fstat(fd_.get(), &st) == 0 && st.st_size > 0 ? size_t(st.st_size) : 0;
+    }
+
+    // The data of `section`, read whole, or nullptr when it is larger than
+    // `cap` or does not lie within the file: libelf allocates and reads what
+    // the header announces, and a sparse file may announce gigabytes.
+    Elf_Data *section_data(Elf_Scn *section, size_t cap) const
+    {
+        GElf_Shdr header;
+        size_t file_size = size();
+        if (!gelf_getshdr(section, &header) || header.sh_size > cap ||
+            header.sh_offset > file_size || header.sh_size > file_size - header.sh_offset)
+            return nullptr;
+        return elf_getdata(section, nullptr);
+    }
+
+    // The file offset of link-time `address` within a loaded segment's file
+    // bytes (an executable one when `executable`), or nullopt.
+    std::optional<uint64_t> file_offset_of(uint64_t address, bool executable) const
+    {
+        size_t count = 0;
+        if (elf_getphdrnum(elf_.get(), &count) != 0)
+            return std::nullopt;
+        for (size_t i = 0; i < count; ++i) {
+            GElf_Phdr segment;
+            if (!gelf_getphdr(elf_.get(), int(i), &segment) || segment.p_type != PT_LOAD ||
+                (executable && !(segment.p_flags & PF_X)))
+                continue;
+            if (address >= segment.p_vaddr && address - segment.p_vaddr < segment.p_filesz)
+                return segment.p_offset + (address - segment.p_vaddr);
+        }
+        return std::nullopt;
     }
 
     // `length` bytes at `offset`, or "" when the file does not hold them all.
