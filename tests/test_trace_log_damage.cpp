@@ -14,13 +14,17 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli_support.hpp"
+#include "log/log_format.hpp"
 #include "log_support.hpp"
 #include "test_support.hpp"
+#include "util/unique_fd.hpp"
 
 using namespace test_support;
 
@@ -342,4 +346,113 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
         CHECK(stream.shutdown() == EIO);
         close(fds[1]);
     }
+}
+
+namespace {
+
+// A copy of a LOOP log whose header claims `slot_count` slots of
+// `slot_size` bytes in a log of `log_size` bytes, with its CRC right.
+std::vector<unsigned char> with_loop_slots(std::vector<unsigned char> log, uint32_t slot_size,
+                                           uint64_t slot_count, uint64_t log_size)
+{
+    namespace format = posixtrace::log;
+    format::store<uint32_t>(log.data() + 28, slot_size);
+    format::store<uint64_t>(log.data() + 32, slot_count);
+    format::store<uint64_t>(log.data() + 64, log_size);
+    uint32_t header_size = format::load<uint32_t>(log.data() + 12);
+    format::store<uint32_t>(log.data() + header_size - 4,
+                            format::crc32_of(log.data(), header_size - 4));
+    return log;
+}
+
+// `bytes` at the start of a file of `size` bytes, the rest a hole.
+void write_sparse(const std::string &path, const std::vector<unsigned char> &bytes, off_t size)
+{
+    posixtrace::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    REQUIRE(write(fd.get(), bytes.data(), bytes.size()) == ssize_t(bytes.size()));
+    REQUIRE(ftruncate(fd.get(), size) == 0);
+}
+
+// Opens the log at `path`, reads it to the end, rewinds and reads it again,
+// in a child killed after 10 s: the open's error, or nullopt if it hung.
+std::optional<int> open_and_read_twice(const std::string &path)
+{
+    return in_child_within(10s, [&] {
+        posixtrace::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        trace_id_t trid;
+        int err = posix_trace_open(fd.get(), &trid);
+        if (err == 0) {
+            read_log(trid);
+            posix_trace_rewind(trid);
+            read_log(trid);
+            posix_trace_close(trid);
+        }
+        return err;
+    });
+}
+
+constexpr off_t kSparseLogBytes = off_t(64) << 30;
+constexpr auto kHostileLogTimeLimit = 2s;
+
+} // namespace
+
+TEST_CASE("a crafted LOOP log header opens or is refused within seconds", "[log][hostile]")
+{
+    namespace format = posixtrace::log;
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 1u << 20) == 0);
+    TempFile original;
+    std::vector<Event> all = write_user_event_log(original, 300, &a.attr);
+    REQUIRE(user_events_of(all, user_event("log.test")).size() == 300);
+    SmallFileSystem fs(4u << 20); // a sparse file takes no room
+    std::string path = fs.path("crafted.log");
+
+    struct Slots {
+        uint32_t size;
+        uint64_t count;
+        uint64_t log_size;
+        int open_error;
+    };
+    const Slots crafted[] = {
+        {48, uint64_t(1) << 42, uint64_t(1) << 48, EINVAL},           // too small
+        {format::kMinLoopSlotSize + 4, 2, uint64_t(1) << 20, EINVAL}, // not a multiple of 8
+        {format::kMinLoopSlotSize, format::kMaxLoopSlots + 1, uint64_t(1) << 40, EINVAL},
+        {format::kMinLoopSlotSize, 4, 4 * format::kMinLoopSlotSize - 8, EINVAL}, // > log size
+        // The most slots a reader accepts, in a file far larger than they are.
+        {format::kMinLoopSlotSize, format::kMaxLoopSlots,
+         format::kMaxLoopSlots * format::kMinLoopSlotSize, 0},
+    };
+    for (const Slots &slots : crafted) {
+        INFO("slot size " << slots.size << ", " << slots.count << " slots, log size "
+                          << slots.log_size);
+        write_sparse(path,
+                     with_loop_slots(original.bytes(), slots.size, slots.count, slots.log_size),
+                     kSparseLogBytes);
+        auto started = Clock::now();
+        std::optional<int> open_error = open_and_read_twice(path);
+        CHECK(Clock::now() - started < kHostileLogTimeLimit);
+        REQUIRE(open_error.has_value());
+        CHECK(*open_error == slots.open_error);
+        if (slots.open_error == 0)
+            continue;
+        started = Clock::now();
+        cli_support::Run dump =
+            cli_support::run_shell("timeout 10 " + cli_support::cli_path() + " dump " + path);
+        CHECK(Clock::now() - started < kHostileLogTimeLimit);
+        CHECK(dump.status != 0);
+        CHECK(dump.err_lines() == 1);
+        CHECK(dump.err.find("not a trace log") != std::string::npos);
+    }
+
+    // The log as written still opens and reads back whole.
+    write_sparse(path, original.bytes(), off_t(original.bytes().size()));
+    LogGuard log(path);
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    REQUIRE(read.events.size() == all.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        REQUIRE(same_event(read.events[i], all[i]));
 }
