@@ -350,6 +350,109 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
 
 namespace {
 
+// Emits `count` user events of 200 bytes, 1,000 at a time, each time waiting
+// until the stream has taken them (recorded or counted lost), so that they
+// reach the log rather than overflow the lanes.
+void emit_paced(trace_id_t trid, trace_event_id_t id, uint64_t count)
+{
+    REQUIRE(posix_trace_start(trid) == 0);
+    std::vector<unsigned char> data(200, 0x5a);
+    for (uint64_t emitted = 0; emitted < count;) {
+        for (uint64_t end = std::min<uint64_t>(count, emitted + 1000); emitted < end; ++emitted)
+            posix_trace_event(id, data.data(), data.size());
+        posix_trace_counters counters{};
+        for (int ms = 0; ms < 5000; ++ms, usleep(1000)) {
+            REQUIRE(posix_trace_get_counters(trid, &counters) == 0);
+            if (counters.recorded + counters.lost_in_kernel + counters.lost_in_stream >= emitted)
+                break;
+        }
+        REQUIRE(counters.recorded + counters.lost_in_kernel + counters.lost_in_stream >= emitted);
+    }
+}
+
+// Reads the stream up to its posix_trace_error event, waiting for it until
+// `deadline`, then what is left: every event the stream holds.
+std::vector<Event> read_through_error_event(trace_id_t trid, const timespec &deadline)
+{
+    std::vector<Event> events;
+    std::vector<unsigned char> buffer(kReadBufferBytes);
+    while (events.empty() || events.back().info.posix_event_id != POSIX_TRACE_ERROR) {
+        Event event;
+        size_t len = 0;
+        int unavailable = -1;
+        int err = posix_trace_timedgetnext_event(trid, &event.info, buffer.data(), buffer.size(),
+                                                 &len, &unavailable, &deadline);
+        INFO("no posix_trace_error event after " << events.size() << " events");
+        REQUIRE(err == 0);
+        REQUIRE(!unavailable);
+        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(len));
+        events.push_back(std::move(event));
+    }
+    std::vector<Event> rest = read_available(trid);
+    events.insert(events.end(), rest.begin(), rest.end());
+    return events;
+}
+
+} // namespace
+
+TEST_CASE("a log write error: every later event is counted lost and posix_trace_error tells",
+          "[log]")
+{
+    SmallFileSystem fs(4u << 20);
+    std::string path = fs.path("flush.log");
+    posixtrace::UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 1u << 20) == 0);
+    StreamGuard stream = make_logged_stream(fd.get(), &a.attr);
+    // The user events and the error event only, so that every event the
+    // stream records was emitted here, or is the error event.
+    trace_event_id_t filler = user_event("log.filler");
+    trace_event_set_t all_others;
+    REQUIRE(posix_trace_eventset_fill(&all_others, POSIX_TRACE_ALL_EVENTS) == 0);
+    REQUIRE(posix_trace_eventset_del(filler, &all_others) == 0);
+    REQUIRE(posix_trace_eventset_del(POSIX_TRACE_ERROR, &all_others) == 0);
+    REQUIRE(posix_trace_set_filter(stream.get(), &all_others, POSIX_TRACE_SET_EVENTSET) == 0);
+
+    constexpr uint64_t kEmitted = 100'000; // 200 bytes each: 6 times what the device holds
+    emit_paced(stream.get(), filler, kEmitted);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    status_when(stream.get(), flush_ended);
+    std::vector<Event> in_stream =
+        read_through_error_event(stream.get(), realtime_in(5'000'000'000));
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(posix_trace_flush(stream.get()) == ENOSPC);
+    CHECK(stream.shutdown() == ENOSPC);
+
+    std::vector<Event> errors = user_events_of(in_stream, POSIX_TRACE_ERROR);
+    REQUIRE(errors.size() == 1);
+    REQUIRE(errors[0].data.size() == sizeof(posix_trace_error_data));
+    posix_trace_error_data error;
+    std::memcpy(&error, errors[0].data.data(), sizeof error);
+    CHECK(error.error == ENOSPC);
+
+    LogGuard log(path);
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    CHECK(user_events_of(read.events, filler).size() == read.events.size());
+    CAPTURE(read.events.size(), in_stream.size(), counters.recorded, counters.lost_in_kernel,
+            counters.lost_in_stream, losses.unwritten);
+    CHECK(losses.unwritten > 0);
+    CHECK(losses.overwritten + losses.refused + losses.late + losses.unwritten ==
+          counters.lost_in_stream);
+    CHECK(counters.recorded == read.events.size() + in_stream.size());
+    CHECK(counters.recorded + counters.lost_in_kernel + counters.lost_in_stream ==
+          kEmitted + errors.size());
+}
+
+namespace {
+
 // A copy of a LOOP log whose header claims `slot_count` slots of
 // `slot_size` bytes in a log of `log_size` bytes, with its CRC right.
 std::vector<unsigned char> with_loop_slots(std::vector<unsigned char> log, uint32_t slot_size,

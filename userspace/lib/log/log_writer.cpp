@@ -349,12 +349,14 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
     return Appended::written;
 }
 
-void LogWriter::append_closing_stop(const pt_record &stop, const void *data)
+bool LogWriter::append_closing_stop(const pt_record &stop, const void *data)
 {
     if (current_.size() - kBlockHeaderSize + kStopRecordBytes > payload_capacity())
         submit();
-    if (reserve(kStopRecordBytes, true))
-        add_event_record(stop, data);
+    if (!reserve(kStopRecordBytes, true))
+        return false;
+    add_event_record(stop, data);
+    return true;
 }
 
 uint64_t LogWriter::submit()
@@ -397,6 +399,12 @@ int LogWriter::take_flush_error()
     return std::exchange(flush_error_, 0);
 }
 
+uint64_t LogWriter::take_unwritten_events()
+{
+    std::lock_guard lock(mutex_);
+    return std::exchange(unwritten_events_, 0);
+}
+
 bool LogWriter::full() const
 {
     std::lock_guard lock(mutex_);
@@ -432,6 +440,7 @@ int LogWriter::reset()
     std::lock_guard lock(mutex_);
     end_offset_ = layout_.data_offset;
     events_written_ = 0;
+    unwritten_events_ = 0; // their events were cleared
     full_ = overrun_ = overwritten_ = false;
     first_error_ = 0; // the blocks before a failed write are gone with it
     return 0;
@@ -509,13 +518,16 @@ void LogWriter::write_block(PendingBlock &block)
     }
     {
         std::lock_guard lock(mutex_);
-        if (first_error_) // the log ended at the failed block: keep it readable
+        if (first_error_) { // the log ended at the failed block: keep it readable
+            unwritten_events_ += block.events;
             return;
+        }
     }
     int err = write_at(offset, bytes.data(), bytes.size());
     std::lock_guard lock(mutex_);
     if (err) {
         note_error(err);
+        unwritten_events_ += block.events;
         return;
     }
     end_offset_ = offset + bytes.size();
