@@ -14,13 +14,17 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli_support.hpp"
+#include "log/log_format.hpp"
 #include "log_support.hpp"
 #include "test_support.hpp"
+#include "util/unique_fd.hpp"
 
 using namespace test_support;
 
@@ -342,4 +346,216 @@ TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
         CHECK(stream.shutdown() == EIO);
         close(fds[1]);
     }
+}
+
+namespace {
+
+// Emits `count` user events of 200 bytes, 1,000 at a time, each time waiting
+// until the stream has taken them (recorded or counted lost), so that they
+// reach the log rather than overflow the lanes.
+void emit_paced(trace_id_t trid, trace_event_id_t id, uint64_t count)
+{
+    REQUIRE(posix_trace_start(trid) == 0);
+    std::vector<unsigned char> data(200, 0x5a);
+    for (uint64_t emitted = 0; emitted < count;) {
+        for (uint64_t end = std::min<uint64_t>(count, emitted + 1000); emitted < end; ++emitted)
+            posix_trace_event(id, data.data(), data.size());
+        posix_trace_counters counters{};
+        for (int ms = 0; ms < 5000; ++ms, usleep(1000)) {
+            REQUIRE(posix_trace_get_counters(trid, &counters) == 0);
+            if (counters.recorded + counters.lost_in_kernel + counters.lost_in_stream >= emitted)
+                break;
+        }
+        REQUIRE(counters.recorded + counters.lost_in_kernel + counters.lost_in_stream >= emitted);
+    }
+}
+
+// Reads the stream up to its posix_trace_error event, waiting for it until
+// `deadline`, then what is left: every event the stream holds.
+std::vector<Event> read_through_error_event(trace_id_t trid, const timespec &deadline)
+{
+    std::vector<Event> events;
+    std::vector<unsigned char> buffer(kReadBufferBytes);
+    while (events.empty() || events.back().info.posix_event_id != POSIX_TRACE_ERROR) {
+        Event event;
+        size_t len = 0;
+        int unavailable = -1;
+        int err = posix_trace_timedgetnext_event(trid, &event.info, buffer.data(), buffer.size(),
+                                                 &len, &unavailable, &deadline);
+        INFO("no posix_trace_error event after " << events.size() << " events");
+        REQUIRE(err == 0);
+        REQUIRE(!unavailable);
+        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(len));
+        events.push_back(std::move(event));
+    }
+    std::vector<Event> rest = read_available(trid);
+    events.insert(events.end(), rest.begin(), rest.end());
+    return events;
+}
+
+} // namespace
+
+TEST_CASE("a log write error: every later event is counted lost and posix_trace_error tells",
+          "[log]")
+{
+    SmallFileSystem fs(4u << 20);
+    std::string path = fs.path("flush.log");
+    posixtrace::UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 1u << 20) == 0);
+    StreamGuard stream = make_logged_stream(fd.get(), &a.attr);
+    // The user events and the error event only, so that every event the
+    // stream records was emitted here, or is the error event.
+    trace_event_id_t filler = user_event("log.filler");
+    trace_event_set_t all_others;
+    REQUIRE(posix_trace_eventset_fill(&all_others, POSIX_TRACE_ALL_EVENTS) == 0);
+    REQUIRE(posix_trace_eventset_del(filler, &all_others) == 0);
+    REQUIRE(posix_trace_eventset_del(POSIX_TRACE_ERROR, &all_others) == 0);
+    REQUIRE(posix_trace_set_filter(stream.get(), &all_others, POSIX_TRACE_SET_EVENTSET) == 0);
+
+    constexpr uint64_t kEmitted = 100'000; // 200 bytes each: 6 times what the device holds
+    emit_paced(stream.get(), filler, kEmitted);
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    status_when(stream.get(), flush_ended);
+    std::vector<Event> in_stream =
+        read_through_error_event(stream.get(), realtime_in(5'000'000'000));
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(posix_trace_flush(stream.get()) == ENOSPC);
+    CHECK(stream.shutdown() == ENOSPC);
+
+    std::vector<Event> errors = user_events_of(in_stream, POSIX_TRACE_ERROR);
+    REQUIRE(errors.size() == 1);
+    REQUIRE(errors[0].data.size() == sizeof(posix_trace_error_data));
+    posix_trace_error_data error;
+    std::memcpy(&error, errors[0].data.data(), sizeof error);
+    CHECK(error.error == ENOSPC);
+
+    LogGuard log(path);
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    CHECK(user_events_of(read.events, filler).size() == read.events.size());
+    CAPTURE(read.events.size(), in_stream.size(), counters.recorded, counters.lost_in_kernel,
+            counters.lost_in_stream, losses.unwritten);
+    CHECK(losses.unwritten > 0);
+    CHECK(losses.overwritten + losses.refused + losses.late + losses.unwritten ==
+          counters.lost_in_stream);
+    CHECK(counters.recorded == read.events.size() + in_stream.size());
+    CHECK(counters.recorded + counters.lost_in_kernel + counters.lost_in_stream ==
+          kEmitted + errors.size());
+}
+
+namespace {
+
+// A copy of a LOOP log whose header claims `slot_count` slots of
+// `slot_size` bytes in a log of `log_size` bytes, with its CRC right.
+std::vector<unsigned char> with_loop_slots(std::vector<unsigned char> log, uint32_t slot_size,
+                                           uint64_t slot_count, uint64_t log_size)
+{
+    namespace format = posixtrace::log;
+    format::store<uint32_t>(log.data() + 28, slot_size);
+    format::store<uint64_t>(log.data() + 32, slot_count);
+    format::store<uint64_t>(log.data() + 64, log_size);
+    uint32_t header_size = format::load<uint32_t>(log.data() + 12);
+    format::store<uint32_t>(log.data() + header_size - 4,
+                            format::crc32_of(log.data(), header_size - 4));
+    return log;
+}
+
+// `bytes` at the start of a file of `size` bytes, the rest a hole.
+void write_sparse(const std::string &path, const std::vector<unsigned char> &bytes, off_t size)
+{
+    posixtrace::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    REQUIRE(write(fd.get(), bytes.data(), bytes.size()) == ssize_t(bytes.size()));
+    REQUIRE(ftruncate(fd.get(), size) == 0);
+}
+
+// Opens the log at `path`, reads it to the end, rewinds and reads it again,
+// in a child killed after 10 s: the open's error, or nullopt if it hung.
+std::optional<int> open_and_read_twice(const std::string &path)
+{
+    return in_child_within(10s, [&] {
+        posixtrace::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        trace_id_t trid;
+        int err = posix_trace_open(fd.get(), &trid);
+        if (err == 0) {
+            read_log(trid);
+            posix_trace_rewind(trid);
+            read_log(trid);
+            posix_trace_close(trid);
+        }
+        return err;
+    });
+}
+
+constexpr off_t kSparseLogBytes = off_t(64) << 30;
+constexpr auto kHostileLogTimeLimit = 2s;
+
+} // namespace
+
+TEST_CASE("a crafted LOOP log header opens or is refused within seconds", "[log][hostile]")
+{
+    namespace format = posixtrace::log;
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 1u << 20) == 0);
+    TempFile original;
+    std::vector<Event> all = write_user_event_log(original, 300, &a.attr);
+    REQUIRE(user_events_of(all, user_event("log.test")).size() == 300);
+    SmallFileSystem fs(4u << 20); // a sparse file takes no room
+    std::string path = fs.path("crafted.log");
+
+    struct Slots {
+        uint32_t size;
+        uint64_t count;
+        uint64_t log_size;
+        int open_error;
+    };
+    const Slots crafted[] = {
+        {48, uint64_t(1) << 42, uint64_t(1) << 48, EINVAL},           // too small
+        {format::kMinLoopSlotSize + 4, 2, uint64_t(1) << 20, EINVAL}, // not a multiple of 8
+        {format::kMinLoopSlotSize, format::kMaxLoopSlots + 1, uint64_t(1) << 40, EINVAL},
+        {format::kMinLoopSlotSize, 4, 4 * format::kMinLoopSlotSize - 8, EINVAL}, // > log size
+        // The most slots a reader accepts, in a file far larger than they are.
+        {format::kMinLoopSlotSize, format::kMaxLoopSlots,
+         format::kMaxLoopSlots * format::kMinLoopSlotSize, 0},
+    };
+    for (const Slots &slots : crafted) {
+        INFO("slot size " << slots.size << ", " << slots.count << " slots, log size "
+                          << slots.log_size);
+        write_sparse(path,
+                     with_loop_slots(original.bytes(), slots.size, slots.count, slots.log_size),
+                     kSparseLogBytes);
+        auto started = Clock::now();
+        std::optional<int> open_error = open_and_read_twice(path);
+        CHECK(Clock::now() - started < kHostileLogTimeLimit);
+        REQUIRE(open_error.has_value());
+        CHECK(*open_error == slots.open_error);
+        if (slots.open_error == 0)
+            continue;
+        started = Clock::now();
+        cli_support::Run dump =
+            cli_support::run_shell("timeout 10 " + cli_support::cli_path() + " dump " + path);
+        CHECK(Clock::now() - started < kHostileLogTimeLimit);
+        CHECK(dump.status != 0);
+        CHECK(dump.err_lines() == 1);
+        CHECK(dump.err.find("not a trace log") != std::string::npos);
+    }
+
+    // The log as written still opens and reads back whole.
+    write_sparse(path, original.bytes(), off_t(original.bytes().size()));
+    LogGuard log(path);
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    REQUIRE(read.events.size() == all.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        REQUIRE(same_event(read.events[i], all[i]));
 }

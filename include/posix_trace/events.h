@@ -49,6 +49,15 @@ struct posix_trace_overflow_data {
                                 them, or POSIX_TRACE_UNTIL_FULL had stopped) */
 };
 
+/* Data of a posix_trace_error event: a write to the stream's trace log
+ * failed. The log ends before the events that write held; they, and every
+ * event handed to the log since, are counted lost (unwritten in
+ * posix_trace_get_loss_counters). posix_trace_flush and posix_trace_shutdown
+ * return the error. Queued once, when the stream learns of the failure. */
+struct posix_trace_error_data {
+    int32_t error; /* the errno of the write: ENOSPC, EFBIG, EIO... */
+};
+
 /* Data of a posix_trace_filter event: the filter before and after. */
 struct posix_trace_filter_data {
     trace_event_set_t old_filter;
@@ -102,7 +111,7 @@ struct posix_trace_counters {
 int posix_trace_get_counters(trace_id_t trid, struct posix_trace_counters *counters);
 
 /* Where those losses come from. The first three add up to lost_in_kernel,
- * the last three to lost_in_stream. Returns EINVAL for a bad trid or a NULL
+ * the last four to lost_in_stream. Returns EINVAL for a bad trid or a NULL
  * pointer. */
 struct posix_trace_loss_counters {
     uint64_t ring_full;           /* a per-CPU BPF ring, or a thread's lane (the user
@@ -121,6 +130,8 @@ struct posix_trace_loss_counters {
     uint64_t late;                /* came after younger events had been delivered; the
                                      merge waits for every record being written, so only
                                      a clock breaking its argument could cause it: 0 */
+    uint64_t unwritten;           /* handed to the stream's trace log after a write to it
+                                     had failed (posix_trace_error): not in the log */
 };
 int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
 

@@ -23,6 +23,12 @@ inline constexpr uint32_t kTrailerMagic = 0x52545450; // "PTTR"
 inline constexpr char kFooterMagic[8] = {'P', 'T', 'E', 'N', 'D', 0, 0, 0};
 inline constexpr size_t kBlockHeaderSize = 40;
 inline constexpr size_t kMaxBlockPayload = 1u << 20;
+// LOOP slots: the writer's smallest is half the smallest log size, its
+// largest one block; a reader indexes every slot on opening and on every
+// rewind, so their number is bounded whatever log-max-size asks for.
+inline constexpr uint32_t kMinLoopSlotSize = 2048;
+inline constexpr uint32_t kMaxLoopSlotSize = kMaxBlockPayload;
+inline constexpr uint64_t kMaxLoopSlots = 1u << 16;
 inline constexpr size_t kTrailerFixedSize = 96;
 inline constexpr size_t kFooterSize = 24;
 

@@ -126,13 +126,20 @@ int LogReader::read_header()
     bool loop = a.log_full_policy == POSIX_TRACE_LOOP;
     // A LOOP log's slots may run past the end of the file: a copy cut short
     // keeps the slots before the cut, and they are read.
-    if (loop != (slot_size_ != 0) ||
-        (loop && (slot_size_ <= kBlockHeaderSize || slot_size_ > kMaxBlockPayload ||
-                  slot_count_ == 0 || slot_count_ > (uint64_t(1) << 48) / slot_size_ ||
-                  slot_count_ > std::max<uint64_t>(2, a.log_size / slot_size_))))
+    if (loop != (slot_size_ != 0) || (loop && !loop_slots_as_written(a.log_size)))
         return EINVAL;
     attributes_ = a;
     return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, names_);
+}
+
+// Slots as a writer lays them out (plan_loop_slots in log_writer.cpp), and
+// no others: every slot in the file is read on opening and on every rewind,
+// so their number must stay small whatever the header claims.
+bool LogReader::loop_slots_as_written(uint64_t log_size) const
+{
+    return slot_size_ % 8 == 0 && slot_size_ >= kMinLoopSlotSize &&
+           slot_size_ <= kMaxLoopSlotSize && slot_count_ >= 2 && slot_count_ <= kMaxLoopSlots &&
+           slot_count_ * slot_size_ <= log_size;
 }
 
 // A log whose footer and trailer check out was shut down cleanly: its

@@ -43,6 +43,7 @@ public:
 
 private:
     int read_header();
+    bool loop_slots_as_written(uint64_t log_size) const;
     void read_trailer();
     bool read_exact(uint64_t offset, void *into, size_t length) const;
     static int parse_name_table(const uint8_t *at, size_t length,

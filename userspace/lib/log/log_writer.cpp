@@ -20,7 +20,7 @@ namespace {
 // Blocks of an APPEND / UNTIL_FULL log: large enough that the per-block
 // header and checksum cost nothing, small enough that a reader holds one.
 constexpr size_t kSequentialBlockPayload = 256 * 1024;
-constexpr size_t kMaxLoopSlot = 256 * 1024;
+constexpr size_t kMaxLoopSlot = 256 * 1024; // unless the log needs more than kMaxLoopSlots
 // Encoded blocks waiting for the disk; beyond this the stream waits (and
 // the kernel rings absorb the burst, or count what they cannot).
 constexpr size_t kMaxQueuedBytes = 64u << 20;
@@ -73,12 +73,16 @@ size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
+static_assert(kMinLogSize / 2 / 8 * 8 >= kMinLoopSlotSize, "the smallest log's slots");
+
 // LOOP slots: about a quarter of the log each, so overwriting one loses at
 // most a quarter of the history, and at least two of them; page-sized and
 // large enough for the largest event and its name when the log has room for
 // that. The slots never take more than log-max-size (POSIX: the most bytes
 // the log allocates for events): in a log too small for two such slots, an
-// event larger than a slot is truncated to fit (append()).
+// event larger than a slot is truncated to fit (append()). A log larger than
+// kMaxLoopSlots slots of kMaxLoopSlot gets larger slots, and one larger than
+// kMaxLoopSlots of the largest slots uses only that much.
 void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
                      uint64_t &slot_count)
 {
@@ -86,10 +90,13 @@ void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
                            padded8(kEventRecordHeader + std::min(max_data_size, kMaxEventData));
     size_t slot = std::clamp(log_size / 4 / kPageSize * kPageSize,
                              round_up(largest_event, kPageSize), kMaxLoopSlot);
+    size_t slot_for_slot_limit =
+        round_up((log_size + kMaxLoopSlots - 1) / kMaxLoopSlots, kPageSize);
+    slot = std::max(slot, std::min<size_t>(slot_for_slot_limit, kMaxLoopSlotSize));
     if (2 * slot > log_size)
         slot = log_size / 2 / 8 * 8;
     slot_size = uint32_t(slot);
-    slot_count = std::max<uint64_t>(2, log_size / slot);
+    slot_count = std::clamp<uint64_t>(log_size / slot, 2, kMaxLoopSlots);
 }
 
 } // namespace
@@ -342,12 +349,14 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
     return Appended::written;
 }
 
-void LogWriter::append_closing_stop(const pt_record &stop, const void *data)
+bool LogWriter::append_closing_stop(const pt_record &stop, const void *data)
 {
     if (current_.size() - kBlockHeaderSize + kStopRecordBytes > payload_capacity())
         submit();
-    if (reserve(kStopRecordBytes, true))
-        add_event_record(stop, data);
+    if (!reserve(kStopRecordBytes, true))
+        return false;
+    add_event_record(stop, data);
+    return true;
 }
 
 uint64_t LogWriter::submit()
@@ -390,6 +399,12 @@ int LogWriter::take_flush_error()
     return std::exchange(flush_error_, 0);
 }
 
+uint64_t LogWriter::take_unwritten_events()
+{
+    std::lock_guard lock(mutex_);
+    return std::exchange(unwritten_events_, 0);
+}
+
 bool LogWriter::full() const
 {
     std::lock_guard lock(mutex_);
@@ -425,6 +440,7 @@ int LogWriter::reset()
     std::lock_guard lock(mutex_);
     end_offset_ = layout_.data_offset;
     events_written_ = 0;
+    unwritten_events_ = 0; // their events were cleared
     full_ = overrun_ = overwritten_ = false;
     first_error_ = 0; // the blocks before a failed write are gone with it
     return 0;
@@ -502,13 +518,16 @@ void LogWriter::write_block(PendingBlock &block)
     }
     {
         std::lock_guard lock(mutex_);
-        if (first_error_) // the log ended at the failed block: keep it readable
+        if (first_error_) { // the log ended at the failed block: keep it readable
+            unwritten_events_ += block.events;
             return;
+        }
     }
     int err = write_at(offset, bytes.data(), bytes.size());
     std::lock_guard lock(mutex_);
     if (err) {
         note_error(err);
+        unwritten_events_ += block.events;
         return;
     }
     end_offset_ = offset + bytes.size();

@@ -57,8 +57,9 @@ public:
         filled_it, // the first event the full log discards: close it now
     };
     Appended append(const pt_record &record, const void *data, const NameLookup &name_of);
-    // UNTIL_FULL: the log's last event (POSIX), in the room kept for it.
-    void append_closing_stop(const pt_record &stop, const void *data);
+    // UNTIL_FULL: the log's last event (POSIX), in the room kept for it;
+    // false if it did not fit after all.
+    bool append_closing_stop(const pt_record &stop, const void *data);
     // posix_trace_clear: the log becomes as create() left it. 0; EOPNOTSUPP
     // for an APPEND log (POSIX leaves it unspecified: it keeps what it has);
     // ESPIPE for one that cannot be rewritten (a pipe); or a write error.
@@ -74,6 +75,9 @@ public:
 
     int first_error() const;
     int take_flush_error(); // the latest error, reset by reading it
+    // Events of the blocks a write error kept out of the log (the failed
+    // block and every later one) since the last call.
+    uint64_t take_unwritten_events();
     bool full() const;
     bool take_overrun(); // LOOP overwrote a slot since the last call
     uint64_t events_written() const;
@@ -136,6 +140,7 @@ private:
     uint64_t written_ticket_ = 0;
     uint64_t end_offset_ = 0; // sequential: where the next block goes
     uint64_t events_written_ = 0;
+    uint64_t unwritten_events_ = 0; // since take_unwritten_events()
     int first_error_ = 0;
     int flush_error_ = 0;
     bool full_ = false;

@@ -325,8 +325,10 @@ int Stream::clear()
     // POSIX: the log is reset too. The flushes so far end with it: their
     // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
     // it has: reset() says so with an error.)
-    if (log_ && log_->reset() == 0)
+    if (log_ && log_->reset() == 0) {
         flushes_.clear();
+        log_error_reported_ = false; // the failed write went with the blocks
+    }
     if (auto_stopped_ || stopped_by_full_log_) {
         auto_stopped_ = false;
         stopped_by_full_log_ = false;

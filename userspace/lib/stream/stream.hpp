@@ -66,8 +66,8 @@ public:
     trace_event_set_t filter() const;
     Attributes attributes() const;
     posix_trace_status_info take_status();
-    posix_trace_counters counters() const;
-    posix_trace_loss_counters loss_counters() const;
+    posix_trace_counters counters();
+    posix_trace_loss_counters loss_counters();
     std::vector<KernelProgram::ProgramMisses> skipped_runs() const;
     // Children forked under POSIX_TRACE_INHERITED that the stream could not
     // follow (PT_MAX_TRACED_PROCESSES traced processes were alive).
@@ -112,7 +112,9 @@ private:
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
     int open_log(int log_fd);
     void stop_locked(std::unique_lock<std::mutex> &lock);
-    void move_to_log_locked();
+    bool move_to_log_locked();
+    void account_log_failure_locked();
+    void drop_for_failed_log_locked();
     void close_full_log_locked(uint64_t timestamp_ns);
     void wait_for_flushes_locked(std::unique_lock<std::mutex> &lock);
     void note_flush_start_locked(uint64_t monotonic_ns);
@@ -126,7 +128,7 @@ private:
     void report_kernel_losses_locked();
     void account_refusals_locked(uint64_t now_ns);
     uint64_t report_time_locked(uint64_t looked_ns) const;
-    enum class StreamLoss { Overwritten, Refused, Late };
+    enum class StreamLoss { Overwritten, Refused, Late, Unwritten };
     void count_stream_loss_locked(StreamLoss kind, uint64_t count);
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
@@ -187,6 +189,7 @@ private:
     bool running_ = false;
     bool auto_stopped_ = false;
     bool stopped_by_full_log_ = false;
+    bool log_error_reported_ = false; // posix_trace_error queued for the log's write error
     bool full_ = false;
     bool overrun_ = false;
     bool shut_down_ = false;

@@ -139,7 +139,8 @@ void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
     counters_.lost_in_stream += count;
     (kind == StreamLoss::Overwritten ? losses_.overwritten
      : kind == StreamLoss::Refused   ? losses_.refused
-                                     : losses_.late) += count;
+     : kind == StreamLoss::Late      ? losses_.late
+                                     : losses_.unwritten) += count;
     overrun_ = true;
 }
 

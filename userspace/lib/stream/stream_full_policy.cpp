@@ -14,10 +14,8 @@ void Stream::store_locked(const pt_record &record, const void *data)
 {
     size_t bytes = stored_event_size(record.data_len);
     if (attributes_.stream_full_policy == POSIX_TRACE_FLUSH) {
-        if (!buffer_->fits(bytes)) { // full: everything goes to the log
-            move_to_log_locked();
+        if (!buffer_->fits(bytes) && move_to_log_locked()) // full: everything goes to the log
             note_flush_start_locked(record.timestamp_ns);
-        }
     } else if (attributes_.stream_full_policy == POSIX_TRACE_LOOP) {
         while (!buffer_->fits(bytes) && !buffer_->empty())
             drop_oldest_locked();
@@ -40,7 +38,6 @@ void Stream::store_locked(const pt_record &record, const void *data)
         return;
     }
     push_locked(record, data);
-    ++counters_.recorded;
 }
 
 // POSIX_TRACE_UNTIL_FULL refuses what comes while the stream is full. A
@@ -62,10 +59,13 @@ void Stream::refuse_locked(const pt_record &record, const void *data)
     count_stream_loss_locked(StreamLoss::Refused, 1);
 }
 
+// Every event the stream holds is counted recorded, the trace system's own
+// (a stop, a flush start) too: what a log fails to write is taken back.
 void Stream::push_locked(pt_record record, const void *data)
 {
     record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
     buffer_->push(record, data);
+    ++counters_.recorded;
 }
 
 // POSIX_TRACE_LOOP: the oldest event makes room. Its loss is reported to the

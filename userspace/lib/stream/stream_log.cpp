@@ -3,8 +3,12 @@
 
 #include <unistd.h>
 
+#include <posix_trace/events.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <optional>
 
 #include "stream/stream_internal.hpp"
 
@@ -58,9 +62,15 @@ void Stream::wait_for_flushes_locked(std::unique_lock<std::mutex> &lock)
     }
 }
 
-// Hands every event of the stream, losses reported first, to the log writer.
-void Stream::move_to_log_locked()
+// Hands every event of the stream, losses reported first, to the log
+// writer; false, and nothing handed, once the log's writes have failed.
+bool Stream::move_to_log_locked()
 {
+    account_log_failure_locked();
+    if (log_->first_error()) {
+        drop_for_failed_log_locked();
+        return false;
+    }
     auto name_of = [this](uint32_t id) { return event_name_locked(id); };
     pt_record report;
     posix_trace_overflow_data loss;
@@ -78,6 +88,57 @@ void Stream::move_to_log_locked()
     if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
         full_ = false;
     flushes_.push_back(log_->submit());
+    return true;
+}
+
+// Once a write to the log failed, the log ends there (it stays readable up
+// to the failure), and what its writer was handed since is not in it: those
+// events are taken back from `recorded` and counted lost, and the stream's
+// reader is told with one posix_trace_error event, queued where the stream
+// learned of the failure.
+void Stream::account_log_failure_locked()
+{
+    if (uint64_t unwritten = log_->take_unwritten_events()) {
+        counters_.recorded -= unwritten;
+        count_stream_loss_locked(StreamLoss::Unwritten, unwritten);
+    }
+    int err = log_->first_error();
+    if (!err || log_error_reported_)
+        return;
+    log_error_reported_ = true;
+    posix_trace_error_data error{err};
+    queue_system_event_locked(POSIX_TRACE_ERROR, monotonic_now(), &error, sizeof error);
+}
+
+// A flush into a failed log: every event it would hand over is lost, and
+// counted so, but the posix_trace_error event stays for the stream's
+// reader; it is the oldest event left, so the order holds.
+void Stream::drop_for_failed_log_locked()
+{
+    uint64_t dropped = 0;
+    pt_record report;
+    posix_trace_overflow_data loss;
+    while (take_loss_report_locked(report, loss))
+        ++dropped;
+    pt_record error_record{};
+    std::optional<posix_trace_error_data> error;
+    while (!buffer_->empty()) {
+        const pt_record &record = buffer_->front();
+        if (record.event_id == POSIX_TRACE_ERROR && record.data_len == sizeof *error) {
+            error_record = record;
+            error.emplace();
+            std::memcpy(&*error, record.data, sizeof *error);
+        } else {
+            ++dropped;
+        }
+        buffer_->pop();
+    }
+    if (error)
+        buffer_->push(error_record, &*error); // already counted, already in realtime
+    counters_.recorded -= dropped;
+    count_stream_loss_locked(StreamLoss::Unwritten, dropped);
+    if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
+        full_ = false;
 }
 
 // Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
@@ -87,7 +148,9 @@ void Stream::move_to_log_locked()
 void Stream::close_full_log_locked(uint64_t timestamp_ns)
 {
     posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
-    log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
+    if (log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause),
+                                  &cause))
+        ++counters_.recorded; // an event of the stream's, as any other in the log
     if (!running_)
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
@@ -106,6 +169,7 @@ void Stream::note_flush_start_locked(uint64_t monotonic_ns)
 // One flush-stop event for each flush the log writer has finished.
 void Stream::check_flush_done_locked()
 {
+    account_log_failure_locked();
     while (!flushes_.empty() && log_->done(flushes_.front())) {
         flushes_.pop_front();
         queue_system_event_locked(POSIX_TRACE_FLUSH_STOP, monotonic_now(), nullptr, 0);

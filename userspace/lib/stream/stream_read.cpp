@@ -67,15 +67,19 @@ bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_dat
                 head_loss_.in_stream};
         record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof loss);
         head_loss_ = {};
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW))
+        if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
+            ++counters_.recorded;
             return true;
+        }
     }
     if (resume_due_) {
         resume_due_ = false;
         uint64_t at = buffer_->empty() ? last_dropped_ns_ : buffer_->front().timestamp_ns;
         record = system_record(POSIX_TRACE_RESUME, at, 0);
-        if (!filtered_locked(POSIX_TRACE_RESUME))
+        if (!filtered_locked(POSIX_TRACE_RESUME)) {
+            ++counters_.recorded;
             return true;
+        }
     }
     return false;
 }

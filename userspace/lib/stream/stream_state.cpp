@@ -91,15 +91,20 @@ posix_trace_status_info Stream::take_status()
     return status;
 }
 
-posix_trace_counters Stream::counters() const
+// Both count, as lost, the events the log writer failed to write until now.
+posix_trace_counters Stream::counters()
 {
     std::lock_guard lock(mutex_);
+    if (log_)
+        account_log_failure_locked();
     return counters_;
 }
 
-posix_trace_loss_counters Stream::loss_counters() const
+posix_trace_loss_counters Stream::loss_counters()
 {
     std::lock_guard lock(mutex_);
+    if (log_)
+        account_log_failure_locked();
     return losses_;
 }
 
