@@ -102,6 +102,7 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
 # And the library's way of opening a traced process's files, its merge of
 # rings and its own rings (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
+                 $(BUILD)/obj/userspace/lib/util/text_file.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \
                  $(BUILD)/obj/userspace/lib/util/mirrored_memory.o

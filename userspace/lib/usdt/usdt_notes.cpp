@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <fstream>
 #include <set>
 #include <sstream>
 
