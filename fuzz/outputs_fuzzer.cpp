@@ -40,6 +40,11 @@ using namespace posixtrace::cli;
 
 namespace {
 
+bool is_octal(char c)
+{
+    return c >= '0' && c <= '7';
+}
+
 // Reads back the C escapes c_escaped writes; false on anything else.
 bool unescape(const std::string &text, std::string &bytes)
 {
@@ -67,15 +72,13 @@ bool unescape(const std::string &text, std::string &bytes)
         case 'r':
             bytes += '\r';
             break;
-        case 'x':
-            if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
-                !std::isxdigit(static_cast<unsigned char>(text[i + 2])))
+        default: // three octal digits, \000 to \377
+            if (i + 2 >= text.size() || text[i] < '0' || text[i] > '3' || !is_octal(text[i + 1]) ||
+                !is_octal(text[i + 2]))
                 return false;
-            bytes += char(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+            bytes += char(std::stoi(text.substr(i, 3), nullptr, 8));
             i += 2;
             break;
-        default:
-            return false;
         }
     }
     return true;

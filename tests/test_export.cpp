@@ -144,6 +144,30 @@ TEST_CASE("export: babeltrace2 reads the CTF writer's trace with names, ids and 
     CHECK(lines[8].find("cause = 0") != std::string::npos);
 }
 
+TEST_CASE("export: babeltrace2 reads back a CTF event name whose control byte precedes a digit",
+          "[export][security]")
+{
+    // A \xHH escape would swallow the hex digits after it ("\x01abc" is one
+    // byte to a C or TSDL lexer).
+    const std::vector<std::string> names = {std::string("\x01") + "abc",
+                                            std::string("\x1b") + "1fix:7"};
+    TempDir dir;
+    {
+        CtfWriter writer(dir / "ctf", LogDescription{});
+        feed(writer, {synthetic(32, names[0], kBase, kPid, kPid),
+                      synthetic(33, names[1], kBase + 1, kPid, kPid)});
+    }
+    Run run = read_ctf(dir / "ctf");
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    auto lines = run.lines();
+    REQUIRE(lines.size() == names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+        INFO(lines[i]);
+        CHECK(lines[i].find(" " + names[i] + ": {") != std::string::npos);
+    }
+}
+
 TEST_CASE("export: CTF traces of many packets, of no event, and an output directory in use",
           "[export]")
 {

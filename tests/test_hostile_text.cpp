@@ -36,7 +36,7 @@ bool has_terminal_control(const std::string &text)
 // C1 CSI (U+009B) and a backslash; the shell makes it from octal escapes.
 const char *kHostilePrefixArgument =
     R"sh("$(printf 'esc\033[31mred\033[0m\r\nnext\342\200\256\302\233\\')")sh";
-const std::string kPrefixInText = R"(esc\x1b[31mred\x1b[0m\r\nnext\xe2\x80\xae\xc2\x9b\\)";
+const std::string kPrefixInText = R"(esc\033[31mred\033[0m\r\nnext\342\200\256\302\233\\)";
 const std::string kPrefixInJson = R"(esc\u001b[31mred\u001b[0m\u000d\u000anext\u202e\u009b\\)";
 
 int count_of(const std::string &text, const std::string &part)
@@ -67,16 +67,24 @@ TEST_CASE("safe text: a terminal gets escapes for what would act on it", "[secur
     CHECK(terminal_text("plain name.a") == "plain name.a");
     CHECK(terminal_text("caf\xc3\xa9 \xe6\x97\xa5") == "caf\xc3\xa9 \xe6\x97\xa5"); // UTF-8 stays
     CHECK(terminal_text("a\\b") == "a\\\\b"); // escapes read back unambiguously
-    CHECK(terminal_text("\x1b[2J\n\r\t") == "\\x1b[2J\\n\\r\\t");
-    CHECK(terminal_text(std::string("nul\0x", 5)) == "nul\\x00x");
-    CHECK(terminal_text("del\x7f") == "del\\x7f");
-    CHECK(terminal_text("csi\xc2\x9b") == "csi\\xc2\\x9b");          // C1 as UTF-8
-    CHECK(terminal_text("rlo\xe2\x80\xae") == "rlo\\xe2\\x80\\xae"); // bidi override
-    CHECK(terminal_text("ls\xe2\x80\xa8") == "ls\\xe2\\x80\\xa8");   // line separator
-    CHECK(terminal_text("bad\xff\xc3") == "bad\\xff\\xc3");          // not UTF-8, cut
-    CHECK(terminal_text("over\xc0\xaf") == "over\\xc0\\xaf");        // overlong '/'
-    CHECK(terminal_text("sur\xed\xa0\x80") == "sur\\xed\\xa0\\x80"); // surrogate
+    CHECK(terminal_text("\x1b[2J\n\r\t") == "\\033[2J\\n\\r\\t");
+    CHECK(terminal_text(std::string("nul\0x", 5)) == "nul\\000x");
+    CHECK(terminal_text("del\x7f") == "del\\177");
+    CHECK(terminal_text("csi\xc2\x9b") == "csi\\302\\233");          // C1 as UTF-8
+    CHECK(terminal_text("rlo\xe2\x80\xae") == "rlo\\342\\200\\256"); // bidi override
+    CHECK(terminal_text("ls\xe2\x80\xa8") == "ls\\342\\200\\250");   // line separator
+    CHECK(terminal_text("bad\xff\xc3") == "bad\\377\\303");          // not UTF-8, cut
+    CHECK(terminal_text("over\xc0\xaf") == "over\\300\\257");        // overlong '/'
+    CHECK(terminal_text("sur\xed\xa0\x80") == "sur\\355\\240\\200"); // surrogate
     CHECK(c_escaped("say \"hi\"", '"') == "say \\\"hi\\\"");         // TSDL, C literals
+}
+
+TEST_CASE("safe text: an escape is not read on into the digits after it", "[security]")
+{
+    // Three octal digits, never \x: C and TSDL take every hex digit after \x.
+    CHECK(c_escaped("\x01" "abc") == "\\001abc");
+    CHECK(c_escaped("\x1b" "1fix") == "\\0331fix");
+    CHECK(c_escaped("\xff" "7") == "\\3777");
 }
 
 TEST_CASE("safe text: a terminal column is cut between escapes, never inside one", "[security]")
@@ -84,8 +92,8 @@ TEST_CASE("safe text: a terminal column is cut between escapes, never inside one
     CHECK(terminal_column("short", 8) == "short   ");
     CHECK(terminal_column("exactly.", 8) == "exactly.");
     CHECK(terminal_column("longer than 8", 8) == "longer t");
-    CHECK(terminal_column("abcdef\x1b[0m", 8) == "abcdef  ");              // \x1b needs 4 columns
-    CHECK(terminal_column("abcd\x1b[0m", 8) == "abcd\\x1b");               // it fits whole
+    CHECK(terminal_column("abcdef\x1b[0m", 8) == "abcdef  ");              // \033 needs 4 columns
+    CHECK(terminal_column("abcd\x1b[0m", 8) == "abcd\\033");               // it fits whole
     CHECK(terminal_column("abcdefg\n", 8) == "abcdefg ");                  // \n needs 2
     CHECK(terminal_column("caf\xc3\xa9 au lait", 8) == "caf\xc3\xa9 au "); // one column each
     CHECK(terminal_column("abcdefg\xe6\x97\xa5", 8) == "abcdefg\xe6\x97\xa5");

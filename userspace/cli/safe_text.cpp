@@ -32,12 +32,15 @@ bool acts_on_display(uint32_t c)
            (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
-void append_hex_byte(std::string &out, unsigned char byte)
+// Always three octal digits: a C or TSDL reader takes at most three, so a
+// digit that follows stays itself. (A reader takes every hex digit after
+// \x: "\x1b" then "a" would read back as one byte, 0x1ba.)
+void append_octal_byte(std::string &out, unsigned char byte)
 {
-    static const char digits[] = "0123456789abcdef";
-    out += "\\x";
-    out += digits[byte >> 4];
-    out += digits[byte & 15];
+    out += '\\';
+    out += char('0' + (byte >> 6));
+    out += char('0' + ((byte >> 3) & 7));
+    out += char('0' + (byte & 7));
 }
 
 } // namespace
@@ -119,7 +122,7 @@ std::string c_escaped(std::string_view text, char quote)
         default:
             // Every byte of a reordering character, so it reads back.
             for (size_t k = 0; k < (length ? length : 1); ++k)
-                append_hex_byte(out, byte_at(text, i + k));
+                append_octal_byte(out, byte_at(text, i + k));
             if (length > 1)
                 i += length - 1;
         }

@@ -23,7 +23,8 @@ std::string json_string(std::string_view text);
 // `text` with C escapes for what would act on a display: printable
 // characters as they are; a backslash, `quote` (unless 0), and every byte of
 // a control character, a reordering character or a sequence that is not
-// UTF-8, as \\, \", \n, \t, \r or \xHH. The escapes read back to the bytes.
+// UTF-8, as \\, \", \n, \t, \r or \ooo (three octal digits). The escapes
+// read back to the bytes, whatever follows them.
 std::string c_escaped(std::string_view text, char quote = 0);
 
 // `text` for a terminal (c_escaped): no escape sequence reaches the terminal

@@ -4,9 +4,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <sstream>
+
+#include "util/text_file.hpp"
 
 namespace posixtrace::cli {
 
@@ -151,8 +152,7 @@ namespace {
 // /proc/PID/task/TID/stat: "tid (comm) S ... processor(39th field) ..."
 bool read_task_stat(const std::string &path, char &state, int &cpu)
 {
-    std::ifstream stat(path);
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::string text = read_text_file(path).value_or("");
     auto close = text.rfind(')'); // the name may hold spaces and parentheses
     if (close == std::string::npos)
         return false;
@@ -178,9 +178,7 @@ void seed_from_proc(ThreadTable &table, pid_t pid)
         if (tid <= 0)
             continue;
         std::string base = task_dir + "/" + entry->d_name;
-        std::ifstream comm_file(base + "/comm");
-        std::string name;
-        std::getline(comm_file, name);
+        std::string name = read_first_line(base + "/comm");
         char state = '?';
         int cpu = -1;
         if (read_task_stat(base + "/stat", state, cpu))

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "../target.hpp"
 #include "thread_screen.hpp"
 #include "thread_table.hpp"
+#include "util/text_file.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -51,10 +51,7 @@ uint64_t realtime_ns()
 
 std::string process_name(pid_t pid)
 {
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    return name;
+    return read_first_line("/proc/" + std::to_string(pid) + "/comm");
 }
 
 // Everything but the view's TD events (and the loss reports) is filtered

@@ -50,7 +50,7 @@ int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log
     std::shared_ptr<Stream> stream;
     if (int err = Stream::create(pid, attributes, stream, log_fd))
         return err;
-    *trid = StreamTable::instance().add(std::move(stream));
+    *trid = StreamTable::instance().add(std::move(stream), log_fd >= 0);
     return 0;
 }
 

@@ -217,14 +217,25 @@ void first_event_in_process(ThreadLanes &me, pid_t pid)
     me.pid = pid;
 }
 
-// Reads `bytes` at `address` in process `pid` (this one): false where
-// nothing is mapped there (a frame on a signal stack since unmapped, the
-// state of a thread that is gone), instead of faulting.
-bool read_safely(pid_t pid, const void *address, void *into, size_t bytes)
+// Reads `bytes` at `address` in process `pid` (this one), without faulting
+// where nothing is mapped there (a frame on a signal stack since unmapped,
+// the state of a thread that is gone): 0 when all of them were read, else
+// why not. A short read stopped at a page that is not mapped: EFAULT, which
+// errno does not say then.
+int read_error(pid_t pid, const void *address, void *into, size_t bytes)
 {
     iovec local{into, bytes};
     iovec remote{const_cast<void *>(address), bytes};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(bytes);
+    ssize_t read = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (read == ssize_t(bytes))
+        return 0;
+    return read < 0 ? errno : EFAULT;
+}
+
+// read_error(), as whether all of them were read.
+bool read_safely(pid_t pid, const void *address, void *into, size_t bytes)
+{
+    return read_error(pid, address, into, bytes) == 0;
 }
 
 // Whether the call whose frame is at `frame` still runs: the frame still
@@ -234,9 +245,10 @@ bool token_in_place(pid_t pid, const volatile uint64_t *frame, uint64_t token)
     uint64_t seen = 0;
     if (!frame)
         return false;
-    if (read_safely(pid, const_cast<const uint64_t *>(frame), &seen, sizeof seen))
+    int error = read_error(pid, const_cast<const uint64_t *>(frame), &seen, sizeof seen);
+    if (error == 0)
         return seen == token;
-    return errno != EFAULT; // not allowed to look (seccomp): assume it runs
+    return error != EFAULT; // not allowed to look (seccomp): assume it runs
 }
 
 // Whether the call at `level` still runs.

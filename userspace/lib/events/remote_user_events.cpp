@@ -11,13 +11,13 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 #include "events/user_event_table.hpp"
 #include "util/elf_file.hpp"
 #include "util/elf_symbols.hpp"
 #include "util/process_files.hpp"
+#include "util/text_file.hpp"
 
 namespace posixtrace {
 
@@ -54,19 +54,19 @@ struct Mapping {
 // Where `object` is mapped at file offset 0 in `pid`.
 std::optional<Mapping> mapping_base(pid_t pid, const std::string &object)
 {
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
+    std::optional<Mapping> first;
+    for_each_line("/proc/" + std::to_string(pid) + "/maps", [&](std::string_view line) {
         auto slash = line.find('/');
-        if (slash == std::string::npos || line.compare(slash, std::string::npos, object) != 0)
-            continue;
+        if (first || slash == std::string::npos || line.substr(slash) != object)
+            return;
         unsigned long start = 0, end = 0, offset = 0;
         char perms[8];
-        if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx", &start, &end, perms, &offset) == 4 &&
+        if (std::sscanf(std::string(line).c_str(), "%lx-%lx %7s %lx", &start, &end, perms,
+                        &offset) == 4 &&
             offset == 0)
-            return Mapping{start, end};
-    }
-    return std::nullopt;
+            first = Mapping{start, end};
+    });
+    return first;
 }
 
 bool read_remote(pid_t pid, uint64_t address, void *into, size_t size)

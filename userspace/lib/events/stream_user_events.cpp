@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "events/event_names.hpp"
 #include "usdt/pending_libraries.hpp"

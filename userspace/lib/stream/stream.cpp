@@ -240,7 +240,7 @@ void Stream::resume_running_locked()
     wake_drain();
 }
 
-void Stream::flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns)
+void Stream::flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns)
 {
     flush_until_ns_ = std::max(flush_until_ns_, until_ns);
     uint64_t ticket = ++flush_requested_;
@@ -276,7 +276,7 @@ int Stream::stop()
     return 0;
 }
 
-void Stream::stop_locked(std::unique_lock<std::mutex> &lock)
+void Stream::stop_locked(std::unique_lock<TrackedMutex> &lock)
 {
     stopped_by_full_log_ = false; // an explicit stop wins over a restart at clear
     if (!running_) {

@@ -28,6 +28,7 @@
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/library_threads.hpp"
+#include "util/tracked_mutex.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace {
@@ -111,12 +112,12 @@ private:
 
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
     int open_log(int log_fd);
-    void stop_locked(std::unique_lock<std::mutex> &lock);
+    void stop_locked(std::unique_lock<TrackedMutex> &lock);
     bool move_to_log_locked();
     void account_log_failure_locked();
     void drop_for_failed_log_locked();
     void close_full_log_locked(uint64_t timestamp_ns);
-    void wait_for_flushes_locked(std::unique_lock<std::mutex> &lock);
+    void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
     void note_flush_start_locked(uint64_t monotonic_ns);
     void check_flush_done_locked();
     log::FinalState final_state_locked();
@@ -160,7 +161,7 @@ private:
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
     void refuse_locked(const pt_record &record, const void *data);
-    void flush_locked(std::unique_lock<std::mutex> &lock, uint64_t until_ns);
+    void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
     void wake_drain();
     void resume_running_locked();
     bool available_locked() const;
@@ -184,8 +185,8 @@ private:
     UniqueFd epoll_;    // the rings and wakeup_
     LibraryThreads::Thread drain_;
 
-    mutable std::mutex mutex_;
-    std::condition_variable flushed_;
+    mutable TrackedMutex mutex_;
+    std::condition_variable_any flushed_;
     bool running_ = false;
     bool auto_stopped_ = false;
     bool stopped_by_full_log_ = false;

@@ -53,7 +53,7 @@ void Stream::flush_log_before_exec()
 
 // Until the log writer has written every block handed to it; the lock is let
 // go meanwhile (the writer does not take it, a shutdown may).
-void Stream::wait_for_flushes_locked(std::unique_lock<std::mutex> &lock)
+void Stream::wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock)
 {
     while (!shut_down_ && !flushes_.empty() && !log_->done(flushes_.back())) {
         lock.unlock();

@@ -4,11 +4,21 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
 namespace posixtrace {
+namespace {
+
+// What logs_to_write_before_exec() reads, set under the table's lock: the
+// process that last changed the table, and how many of its streams have a
+// log. A forked child counts none of its parent's until it adds its own.
+constinit std::atomic<pid_t> logs_counted_for{0};
+constinit std::atomic<size_t> logs_counted{0};
+
+} // namespace
 
 StreamTable &StreamTable::instance()
 {
@@ -21,13 +31,29 @@ StreamTable &StreamTable::instance()
     return *table;
 }
 
-trace_id_t StreamTable::add(std::shared_ptr<Stream> stream)
+trace_id_t StreamTable::add(std::shared_ptr<Stream> stream, bool with_log)
 {
     std::lock_guard lock(mutex_);
-    adding_process_ = getpid();
     trace_id_t id = new_trace_id();
     streams_.emplace(id, std::move(stream));
+    if (with_log)
+        with_log_.insert(id);
+    count_logs_locked();
     return id;
+}
+
+void StreamTable::count_logs_locked()
+{
+    size_t owned_logs = 0;
+    for (trace_id_t id : with_log_)
+        owned_logs += streams_.at(id)->owned_by_this_process();
+    logs_counted = owned_logs;
+    logs_counted_for = getpid();
+}
+
+bool StreamTable::logs_to_write_before_exec()
+{
+    return logs_counted_for == getpid() && logs_counted > 0;
 }
 
 std::shared_ptr<Stream> StreamTable::find(trace_id_t id) const
@@ -47,6 +73,8 @@ std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
         return nullptr;
     auto stream = std::move(found->second);
     streams_.erase(found);
+    with_log_.erase(id);
+    count_logs_locked();
     return stream;
 }
 
@@ -61,18 +89,21 @@ std::vector<std::shared_ptr<Stream>> StreamTable::owned(bool remove)
             ++it;
         } else if (remove) {
             found.push_back(std::move(it->second));
+            with_log_.erase(it->first);
             it = streams_.erase(it);
         } else {
             found.push_back((it++)->second);
         }
     }
+    if (remove)
+        count_logs_locked();
     return found;
 }
 
 void StreamTable::flush_logs_before_exec()
 {
-    if (adding_process_ != getpid())
-        return;
+    if (!logs_to_write_before_exec())
+        return; // a forked child takes no lock its parent's threads may have held
     for (auto &stream : owned(false))
         stream->flush_log_before_exec();
 }

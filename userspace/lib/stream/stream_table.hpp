@@ -3,13 +3,13 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <set>
 #include <vector>
 
 #include "stream/stream.hpp"
+#include "util/tracked_mutex.hpp"
 
 namespace posixtrace {
 
@@ -21,22 +21,24 @@ class StreamTable {
 public:
     static StreamTable &instance();
 
-    trace_id_t add(std::shared_ptr<Stream> stream);
+    // `with_log`: the stream writes a trace log, which an exec writes out first.
+    trace_id_t add(std::shared_ptr<Stream> stream, bool with_log);
     // The stream, or nullptr for an unknown id or one from the parent of a fork.
     std::shared_ptr<Stream> find(trace_id_t id) const;
     std::shared_ptr<Stream> remove(trace_id_t id);
     void shutdown_all();
     void flush_logs_before_exec();
+    // Whether this process owns a stream with a log, which flush_logs_before_exec()
+    // would write out. Takes no lock, needs no instance(): async-signal-safe.
+    static bool logs_to_write_before_exec();
 
 private:
     std::vector<std::shared_ptr<Stream>> owned(bool remove);
+    void count_logs_locked();
 
-    mutable std::mutex mutex_;
-    // The process that last added a stream: a forked child that owns none
-    // can exec without taking mutex_, which a thread of its parent may have
-    // held at the fork.
-    std::atomic<pid_t> adding_process_{0};
+    mutable TrackedMutex mutex_;
     std::map<trace_id_t, std::shared_ptr<Stream>> streams_;
+    std::set<trace_id_t> with_log_; // streams_ that write a log
 };
 
 } // namespace posixtrace

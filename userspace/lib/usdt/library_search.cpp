@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "util/process_files.hpp"
+#include "util/text_file.hpp"
 
 namespace posixtrace {
 namespace {
@@ -44,20 +45,10 @@ std::vector<std::string> default_directories(uint16_t machine)
     return {"/lib/" + triplet, "/usr/lib/" + triplet, "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
 }
 
-// The whole of a small file of `/proc/PID/`, at most `limit` bytes.
+// The first `limit` bytes of `/proc/PID/NAME`; "" when unreadable.
 std::string read_proc_file(pid_t pid, const char *name, size_t limit)
 {
-    std::string path = "/proc/" + std::to_string(pid) + "/" + name;
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    std::string bytes;
-    char buffer[16384];
-    while (fd && bytes.size() < limit) {
-        ssize_t n = read(fd.get(), buffer, std::min(sizeof buffer, limit - bytes.size()));
-        if (n <= 0)
-            break;
-        bytes.append(buffer, size_t(n));
-    }
-    return bytes;
+    return read_text_file("/proc/" + std::to_string(pid) + "/" + name, limit).value_or("");
 }
 
 std::vector<std::string> split(const std::string &text, const char *separators)

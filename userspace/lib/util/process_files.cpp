@@ -8,8 +8,9 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <set>
+
+#include "util/text_file.hpp"
 
 namespace posixtrace {
 namespace {
@@ -66,22 +67,21 @@ std::vector<MappedExecutable> list_mapped_executables(pid_t pid)
 {
     std::vector<MappedExecutable> mappings;
     std::set<std::string> seen;
-    std::ifstream maps(proc_of(pid) + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
+    for_each_line(proc_of(pid) + "/maps", [&](std::string_view line) {
         auto slash = line.find('/');
         auto range_end = line.find(' ');
         if (slash == std::string::npos || range_end == std::string::npos ||
             range_end + 3 >= line.size() || line[range_end + 3] != 'x')
-            continue;
-        std::string name = line.substr(slash);
-        if (name.size() > 10 && name.compare(name.size() - 10, 10, " (deleted)") == 0)
-            continue;
+            return;
+        std::string name(line.substr(slash));
+        if (name.ends_with(" (deleted)"))
+            return;
         unsigned long start = 0, end = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2 || !seen.insert(name).second)
-            continue;
+        if (std::sscanf(std::string(line).c_str(), "%lx-%lx", &start, &end) != 2 ||
+            !seen.insert(name).second)
+            return;
         mappings.push_back({start, end, std::move(name)});
-    }
+    });
     return mappings;
 }
 

@@ -1,0 +1,100 @@
+// A signal handler may exec (POSIX lists execve as async-signal-safe), even
+// when the thread it interrupted holds a stream's lock: the library's exec
+// wrapper must not wait for that lock. getnext copies an event out under the
+// stream's lock, so a destination that faults runs the SIGSEGV handler with
+// the lock held, every time.
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "log_support.hpp"
+#include "test_support.hpp"
+
+using namespace test_support;
+
+namespace {
+
+constexpr int kExeced = 42; // what the program the handler execs exits with
+constexpr int kExecFailed = 3;
+
+void exec_shell(int)
+{
+    char shell[] = "/bin/sh", dash_c[] = "-c", script[] = "exit 42";
+    char *argv[] = {shell, dash_c, script, nullptr};
+    char *envp[] = {nullptr};
+    execve(shell, argv, envp);
+    _exit(kExecFailed);
+}
+
+// In a child: a stream of the child (with a log written to `log_fd` if it is
+// >= 0), started; its start event read into memory that is not mapped. The
+// SIGSEGV handler execs. Any return is a failure.
+int read_into_unmapped_memory(int log_fd)
+{
+    struct sigaction action {};
+    action.sa_handler = exec_shell;
+    if (sigaction(SIGSEGV, &action, nullptr) != 0)
+        return 10;
+    trace_id_t trid = 0;
+    int created = log_fd >= 0 ? posix_trace_create_withlog(0, nullptr, log_fd, &trid)
+                              : posix_trace_create(0, nullptr, &trid);
+    if (created != 0 || posix_trace_start(trid) != 0)
+        return 11;
+    void *unmapped = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (unmapped == MAP_FAILED)
+        return 12;
+    char data[64];
+    size_t length = 0;
+    int unavailable = 0;
+    posix_trace_getnext_event(trid, static_cast<posix_trace_event_info *>(unmapped), data,
+                              sizeof data, &length, &unavailable);
+    return 13;
+}
+
+// The child's exit status; -1 if it neither exited nor was killed by a
+// signal within `limit` (then it is killed).
+int exit_status_within(pid_t child, std::chrono::seconds limit)
+{
+    auto deadline = Clock::now() + limit;
+    int status = 0;
+    while (waitpid(child, &status, WNOHANG) == 0) {
+        if (Clock::now() > deadline) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            return -1;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run_in_child(int log_fd)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(read_into_unmapped_memory(log_fd));
+    // It takes milliseconds; a wrapper waiting for the lock waits for ever.
+    return exit_status_within(child, std::chrono::seconds(10));
+}
+
+} // namespace
+
+TEST_CASE("exec: a signal handler execs while its thread holds the stream's lock", "[exec][signal]")
+{
+    SECTION("a stream without a log")
+    {
+        CHECK(run_in_child(-1) == kExeced);
+    }
+    SECTION("a stream with a log, which the exec cannot write out")
+    {
+        TempFile file;
+        CHECK(run_in_child(file.fd()) == kExeced);
+    }
+}
