@@ -23,90 +23,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "lanes_support.hpp"
 #include "test_support.hpp"
 
 using namespace test_support;
+using namespace lanes_support;
 
 extern "C" unsigned short posix_trace_event_semaphore; // libposixtrace's USDT semaphore
-
-namespace {
-
-bool uprobe_path_forced()
-{
-    const char *path = getenv("POSIXTRACE_USER_EVENTS");
-    return path && std::string(path) == "kernel";
-}
-
-struct Numbered {
-    int thread;
-    int sequence;
-};
-
-void emit_numbered(trace_event_id_t id, int thread, int sequence)
-{
-    Numbered data{thread, sequence};
-    posix_trace_event(id, &data, sizeof data);
-}
-
-// Events of `id`, each thread's sequence numbers in the order read.
-std::map<int, std::vector<int>> sequences_of(const std::vector<Event> &events, trace_event_id_t id)
-{
-    std::map<int, std::vector<int>> sequences;
-    for (const auto &event : events) {
-        if (event.info.posix_event_id != id || event.data.size() != sizeof(Numbered))
-            continue;
-        Numbered data;
-        std::memcpy(&data, event.data.data(), sizeof data);
-        sequences[data.thread].push_back(data.sequence);
-    }
-    return sequences;
-}
-
-void check_timestamps_ordered(const std::vector<Event> &events)
-{
-    for (size_t i = 1; i < events.size(); ++i)
-        REQUIRE(timespec_le(events[i - 1].info.posix_timestamp, events[i].info.posix_timestamp));
-}
-
-// The memory that a child of fork gets zeroed ("wf" in smaps): the lanes'
-// rings, and the page that controls them. Mapped, and resident.
-struct LaneMemory {
-    size_t mapped = 0, resident = 0;
-};
-
-LaneMemory lane_memory()
-{
-    std::ifstream smaps("/proc/self/smaps");
-    LaneMemory total;
-    size_t mapped = 0, resident_kb = 0;
-    for (std::string line; std::getline(smaps, line);) {
-        unsigned long start = 0, end = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) // a mapping's first line
-            mapped = end - start;
-        else if (line.rfind("Rss:", 0) == 0)
-            resident_kb = std::stoul(line.substr(4));
-        else if (line.rfind("VmFlags:", 0) == 0 && (line + " ").find(" wf ") != std::string::npos) {
-            total.mapped += mapped;
-            total.resident += resident_kb * 1024;
-        }
-    }
-    return total;
-}
-
-StreamGuard started_stream(size_t stream_size = 0)
-{
-    trace_attr_t attr;
-    REQUIRE(posix_trace_attr_init(&attr) == 0);
-    if (stream_size)
-        REQUIRE(posix_trace_attr_setstreamsize(&attr, stream_size) == 0);
-    StreamGuard stream = make_stream(&attr);
-    posix_trace_attr_destroy(&attr);
-    filter_thread_events(stream.get());
-    REQUIRE(posix_trace_start(stream.get()) == 0);
-    return stream;
-}
-
-} // namespace
 
 TEST_CASE("lanes: a stream of its own process gets each user event once, with its thread",
           "[lanes]")
@@ -370,152 +293,6 @@ TEST_CASE("lanes: two streams of the process each get every event", "[lanes]")
 
 namespace {
 
-// posix_trace_event() called with data the process cannot read faults on
-// the lanes (a bad pointer faults in any C function), in the middle of its
-// record; the handler leaves through siglongjmp, as a program that probes
-// memory does. On the uprobe path the kernel reads the data, and records
-// the event with its fault flag instead.
-sigjmp_buf fault_return;
-
-void leave_through_siglongjmp(int)
-{
-    siglongjmp(fault_return, 1);
-}
-
-class FaultsLeaveThroughSiglongjmp {
-public:
-    FaultsLeaveThroughSiglongjmp()
-    {
-        struct sigaction leave {};
-        leave.sa_handler = leave_through_siglongjmp;
-        sigemptyset(&leave.sa_mask);
-        REQUIRE(sigaction(SIGSEGV, &leave, &old_segv_) == 0);
-        REQUIRE(sigaction(SIGBUS, &leave, &old_bus_) == 0);
-        unreadable_ = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        REQUIRE(unreadable_ != MAP_FAILED);
-    }
-    ~FaultsLeaveThroughSiglongjmp()
-    {
-        sigaction(SIGSEGV, &old_segv_, nullptr);
-        sigaction(SIGBUS, &old_bus_, nullptr);
-        munmap(unreadable_, 4096);
-    }
-    // Emits `id` with 64 bytes the process cannot read; true if the call
-    // was left through siglongjmp.
-    bool emit_unreadable(trace_event_id_t id)
-    {
-        if (sigsetjmp(fault_return, 1) != 0)
-            return true;
-        posix_trace_event(id, unreadable_, 64);
-        return false;
-    }
-
-private:
-    struct sigaction old_segv_ {};
-    struct sigaction old_bus_ {};
-    void *unreadable_ = nullptr;
-};
-
-size_t count_of(const std::vector<Event> &events, trace_event_id_t id)
-{
-    size_t count = 0;
-    for (const auto &event : events)
-        count += event.info.posix_event_id == id;
-    return count;
-}
-
-} // namespace
-
-TEST_CASE("lanes: a call left through siglongjmp loses its own event, counted, and nothing else",
-          "[lanes]")
-{
-    FaultsLeaveThroughSiglongjmp faults;
-    StreamGuard stream = started_stream();
-    trace_event_id_t good = user_event("lanes.good"), bad = user_event("lanes.bad");
-    size_t left = 0;
-    for (int i = 0; i < 10; ++i) {
-        left += faults.emit_unreadable(bad);
-        emit_numbered(good, 0, i);
-    }
-    // Then many events: a level left in use for good would leave this
-    // thread without a lane after a few (each counted lost).
-    for (int i = 10; i < 1000; ++i)
-        emit_numbered(good, 0, i);
-    REQUIRE(posix_trace_stop(stream.get()) == 0);
-    auto events = read_available(stream.get());
-    posix_trace_loss_counters losses{};
-    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
-
-    std::vector<int> expected(1000);
-    for (int i = 0; i < 1000; ++i)
-        expected[size_t(i)] = i;
-    CHECK(sequences_of(events, good)[0] == expected);
-    check_timestamps_ordered(events);
-    if (uprobe_path_forced()) { // the kernel copies nothing, and says so
-        CHECK(left == 0);
-        CHECK(count_of(events, bad) == 10);
-        CHECK(losses.ring_full == 0);
-    } else {
-        CHECK(left == 10);
-        CHECK(count_of(events, bad) == 0);
-        CHECK(losses.ring_full == 10); // each record the fault left unfinished, no more
-    }
-}
-
-TEST_CASE("lanes: a thread that left a record unfinished does not hold the stream", "[lanes]")
-{
-    FaultsLeaveThroughSiglongjmp faults;
-    StreamGuard stream = started_stream();
-    trace_event_id_t good = user_event("lanes.good"), bad = user_event("lanes.bad");
-    int release[2];
-    REQUIRE(pipe(release) == 0);
-    std::atomic<int> left{-1};
-    std::atomic<bool> done{false};
-    std::thread stalled;
-    // The drain gives the record up once the thread blocks in a system call,
-    // or once it has run 10 ms of CPU time, without emitting again.
-    SECTION("the thread then blocks in a system call")
-    {
-        stalled = std::thread([&] {
-            left = faults.emit_unreadable(bad);
-            char byte;
-            (void)!read(release[0], &byte, 1);
-        });
-    }
-    SECTION("the thread then runs without a system call")
-    {
-        stalled = std::thread([&] {
-            left = faults.emit_unreadable(bad);
-            while (!done.load(std::memory_order_relaxed)) {
-            }
-        });
-    }
-    while (left < 0)
-        std::this_thread::yield();
-    for (int i = 0; i < 100; ++i)
-        emit_numbered(good, 0, i);
-
-    // Every event of the main thread comes, while the other thread lives on.
-    size_t delivered = 0;
-    while (delivered < 100) {
-        timespec deadline = realtime_in(10'000'000'000LL);
-        ReadResult next = get_next(stream.get(), GetNext::Timed, &deadline);
-        REQUIRE(next.err == 0);
-        delivered += next.info.posix_event_id == good;
-    }
-    posix_trace_loss_counters losses{};
-    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
-    CHECK(losses.ring_full == (uprobe_path_forced() ? 0u : 1u));
-    CHECK(left == (uprobe_path_forced() ? 0 : 1));
-    done = true;
-    REQUIRE(write(release[1], "x", 1) == 1);
-    stalled.join();
-    close(release[0]);
-    close(release[1]);
-}
-
-namespace {
-
 // A page of known bytes that faults until a SIGSEGV handler makes it
 // readable, and forks: the fork comes in the middle of the record of the
 // posix_trace_event() call that read it.
@@ -598,8 +375,6 @@ void check_one_whole_event(const std::vector<Event> &events, trace_event_id_t id
 
 } // namespace
 
-// The child writes its copy of the interrupted record into zeroed pages of
-// its own, neither faulting nor reaching the stream.
 TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lanes]")
 {
     trace_event_id_t id = user_event("lanes.forked"), after = user_event("lanes.after");

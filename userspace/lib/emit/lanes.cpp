@@ -384,7 +384,7 @@ public:
             if (!blocked_at || interrupted_call_in_progress(pid_, lane_, blocked_at))
                 return false;
         }
-        return lane_.ring.give_up(position);
+        return lane_.ring.give_up_reported_by_reader(position);
     }
 
 private:

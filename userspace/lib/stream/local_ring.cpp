@@ -76,6 +76,14 @@ void LocalRing::skip_unread()
 
 bool LocalRing::give_up(uint64_t position)
 {
+    if (!give_up_reported_by_reader(position))
+        return false;
+    given_up_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+bool LocalRing::give_up_reported_by_reader(uint64_t position)
+{
     if (!mapped())
         return false;
     auto *header =
@@ -86,7 +94,6 @@ bool LocalRing::give_up(uint64_t position)
                                      (length & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT,
                                      false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return false;
-    given_up_.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 

@@ -49,6 +49,9 @@ public:
     // The record at `position`, if still busy, is discarded and counted
     // lost; false if its writer finished it first (or another gave it up).
     bool give_up(uint64_t position);
+    // The same, for a reader that counts and reports the loss itself (where
+    // the record held the merge back, which only it knows): not in lost().
+    bool give_up_reported_by_reader(uint64_t position);
     // Gives the pages back to the system; they read zero when next touched.
     // Only while nobody writes or reads the ring.
     void release_pages();

@@ -55,8 +55,9 @@ public:
 
     // The record at `position` is busy and has been at every look since
     // the merge reached it. True if its writer will never finish it and it
-    // was given up (counted lost by the ring's owner): the merge passes it
-    // and never reads that position again, whatever the writer does later.
+    // was given up: the merge passes it and never reads that position
+    // again, whatever the writer does later, and the caller of the merge
+    // reports it lost (RingMerger::pass_abandoned_records).
     // A kernel ring's writer is a BPF program, which always finishes.
     virtual bool give_up_stalled(uint64_t /*position*/) { return false; }
 

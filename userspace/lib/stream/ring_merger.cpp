@@ -147,15 +147,22 @@ void RingMerger::release(Window &window)
     window.reader->release(oldest);
 }
 
-void RingMerger::pass_abandoned_records()
+RingMerger::GivenUp RingMerger::pass_abandoned_records()
 {
+    GivenUp given_up;
     for (Window &window : windows_) {
         if (!window.reader->mapped() || window.scanned >= window.reader->producer())
             continue;
         RecordRing::Record next = window.reader->at(window.scanned);
-        if (next.slot == RecordRing::Slot::Busy && window.reader->give_up_stalled(window.scanned))
-            window.scanned += next.size;
+        if (next.slot != RecordRing::Slot::Busy || !window.reader->give_up_stalled(window.scanned))
+            continue;
+        // The latest look at or before its position: it was reserved after.
+        given_up.reserved_by_ns =
+            std::min(given_up.reserved_by_ns, window.observations.front().time_ns);
+        ++given_up.records;
+        window.scanned += next.size;
     }
+    return given_up;
 }
 
 bool RingMerger::holding() const

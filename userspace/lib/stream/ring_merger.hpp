@@ -66,8 +66,15 @@ public:
     uint64_t merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
     // Each ring whose next record is still being written is asked whether
     // its writer will ever finish it (RecordRing::give_up_stalled); the merge
-    // passes the records given up.
-    void pass_abandoned_records();
+    // passes the records given up. Returns how many, and when the earliest
+    // of them was reserved at the latest: the bound it held its ring at. A
+    // loss reported there comes before every event its writer made after it
+    // (those it held back too).
+    struct GivenUp {
+        uint64_t records = 0;
+        uint64_t reserved_by_ns = UINT64_MAX;
+    };
+    GivenUp pass_abandoned_records();
     // Records read or reserved and not delivered yet.
     bool holding() const;
     // Takes every record read or committed out of the merge, handing each to

@@ -127,6 +127,7 @@ private:
     std::optional<timespec> drain_timeout_locked() const;
     void drain_pass_locked();
     void report_kernel_losses_locked();
+    void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void account_refusals_locked(uint64_t now_ns);
     uint64_t report_time_locked(uint64_t looked_ns) const;
     enum class StreamLoss { Overwritten, Refused, Late, Unwritten };
@@ -170,6 +171,9 @@ private:
     int read_locked(const EventDestination &to);
     void copy_out(const pt_record &record, const void *data, const EventDestination &to) const;
     bool filtered_locked(trace_event_id_t id) const;
+    // The filter in force when an event stamped `timestamp_ns` was recorded.
+    bool filtered_at_locked(trace_event_id_t id, uint64_t timestamp_ns) const;
+    void forget_delivered_filters_locked();
 
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
@@ -196,6 +200,15 @@ private:
     bool shut_down_ = false;
     bool readable_signaled_ = false;
     trace_event_set_t filter_{};
+    // The filters set since the oldest record not yet delivered, each with
+    // the time it took effect (the first: the one before them all). A user
+    // event the stream renumbers (an exec'd image's) is checked against the
+    // one in force at its stamp, not at its delivery.
+    struct FilterChange {
+        uint64_t from_ns;
+        trace_event_set_t filter;
+    };
+    std::deque<FilterChange> filter_changes_;
     std::deque<SystemEvent> pending_system_;
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;

@@ -62,7 +62,7 @@ void Stream::drain_pass_locked()
         lanes_->adopt_new_lanes(merger_, now);
         if (now - lanes_reclaimed_ns_ >= kLaneReclaimPeriodNs) {
             lanes_->reclaim_lanes_of_exited_threads();
-            merger_.pass_abandoned_records();
+            report_given_up_locked(merger_.pass_abandoned_records());
             lanes_reclaimed_ns_ = now;
         }
     }
@@ -77,6 +77,7 @@ void Stream::drain_pass_locked()
                 note_stream_loss_locked(StreamLoss::Late, events);
         }};
     safe_ns_ = merger_.merge(now, pending_system_, sinks);
+    forget_delivered_filters_locked();
     last_pass_ns_ = now;
     ++passes_;
     if (stream_losses_due_) {
@@ -118,6 +119,20 @@ void Stream::report_kernel_losses_locked()
     counters_.lost_in_kernel += lost;
     overrun_ = true;
     queue_loss_events_locked({lost, 0, 0}, report_time_locked(looked_ns));
+}
+
+// A lane record given up held its ring back from where it was reserved:
+// its loss is reported there, so before the events its thread made since
+// (at another nesting level, held back by it until now). Counted as a
+// full ring's, whose report it would otherwise be, later.
+void Stream::report_given_up_locked(const RingMerger::GivenUp &given_up)
+{
+    if (!given_up.records)
+        return;
+    losses_.ring_full += given_up.records;
+    counters_.lost_in_kernel += given_up.records;
+    overrun_ = true;
+    queue_loss_events_locked({given_up.records, 0, 0}, report_time_locked(given_up.reserved_by_ns));
 }
 
 // When to stamp the report of something counted after a look at `looked_ns`:
@@ -202,7 +217,8 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     if (is_user_event(record)) { // in the numbering of the stream, not of the process
         pt_record header = record;
         header.event_id = user_events_->stream_id(pid_t(record.pid), record.event_id);
-        if (header.event_id != record.event_id && filtered_locked(header.event_id))
+        if (header.event_id != record.event_id &&
+            filtered_at_locked(header.event_id, record.timestamp_ns))
             return;
         store_locked(header, data);
         return;

@@ -51,6 +51,9 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     set_kernel_filter_locked(both);
     uint64_t now = monotonic_now();
     set_kernel_filter_locked(filter_);
+    if (filter_changes_.empty())
+        filter_changes_.push_back({0, change.old_filter});
+    filter_changes_.push_back({now, filter_});
     distrust_sleeps_locked();
     if (running_)
         queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);

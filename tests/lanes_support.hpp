@@ -1,0 +1,153 @@
+// What the tests of the lanes share: numbered events, the lanes' memory,
+// and calls that fault and leave through siglongjmp.
+#pragma once
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "test_support.hpp"
+
+namespace lanes_support {
+using namespace test_support;
+
+inline bool uprobe_path_forced()
+{
+    const char *path = getenv("POSIXTRACE_USER_EVENTS");
+    return path && std::string(path) == "kernel";
+}
+
+struct Numbered {
+    int thread;
+    int sequence;
+};
+
+inline void emit_numbered(trace_event_id_t id, int thread, int sequence)
+{
+    Numbered data{thread, sequence};
+    posix_trace_event(id, &data, sizeof data);
+}
+
+// Events of `id`, each thread's sequence numbers in the order read.
+inline std::map<int, std::vector<int>> sequences_of(const std::vector<Event> &events,
+                                                    trace_event_id_t id)
+{
+    std::map<int, std::vector<int>> sequences;
+    for (const auto &event : events) {
+        if (event.info.posix_event_id != id || event.data.size() != sizeof(Numbered))
+            continue;
+        Numbered data;
+        std::memcpy(&data, event.data.data(), sizeof data);
+        sequences[data.thread].push_back(data.sequence);
+    }
+    return sequences;
+}
+
+inline void check_timestamps_ordered(const std::vector<Event> &events)
+{
+    for (size_t i = 1; i < events.size(); ++i)
+        REQUIRE(timespec_le(events[i - 1].info.posix_timestamp, events[i].info.posix_timestamp));
+}
+
+// The memory that a child of fork gets zeroed ("wf" in smaps): the lanes'
+// rings, and the page that controls them. Mapped, and resident.
+struct LaneMemory {
+    size_t mapped = 0, resident = 0;
+};
+
+inline LaneMemory lane_memory()
+{
+    std::ifstream smaps("/proc/self/smaps");
+    LaneMemory total;
+    size_t mapped = 0, resident_kb = 0;
+    for (std::string line; std::getline(smaps, line);) {
+        unsigned long start = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) // a mapping's first line
+            mapped = end - start;
+        else if (line.rfind("Rss:", 0) == 0)
+            resident_kb = std::stoul(line.substr(4));
+        else if (line.rfind("VmFlags:", 0) == 0 && (line + " ").find(" wf ") != std::string::npos) {
+            total.mapped += mapped;
+            total.resident += resident_kb * 1024;
+        }
+    }
+    return total;
+}
+
+inline StreamGuard started_stream(size_t stream_size = 0)
+{
+    trace_attr_t attr;
+    REQUIRE(posix_trace_attr_init(&attr) == 0);
+    if (stream_size)
+        REQUIRE(posix_trace_attr_setstreamsize(&attr, stream_size) == 0);
+    StreamGuard stream = make_stream(&attr);
+    posix_trace_attr_destroy(&attr);
+    filter_thread_events(stream.get());
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    return stream;
+}
+
+// posix_trace_event() called with data the process cannot read faults on
+// the lanes (a bad pointer faults in any C function), in the middle of its
+// record; the handler leaves through siglongjmp, as a program that probes
+// memory does. On the uprobe path the kernel reads the data, and records
+// the event with its fault flag instead.
+inline sigjmp_buf fault_return;
+
+inline void leave_through_siglongjmp(int)
+{
+    siglongjmp(fault_return, 1);
+}
+
+class FaultsLeaveThroughSiglongjmp {
+public:
+    FaultsLeaveThroughSiglongjmp()
+    {
+        struct sigaction leave {};
+        leave.sa_handler = leave_through_siglongjmp;
+        sigemptyset(&leave.sa_mask);
+        REQUIRE(sigaction(SIGSEGV, &leave, &old_segv_) == 0);
+        REQUIRE(sigaction(SIGBUS, &leave, &old_bus_) == 0);
+        unreadable_ = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(unreadable_ != MAP_FAILED);
+    }
+    ~FaultsLeaveThroughSiglongjmp()
+    {
+        sigaction(SIGSEGV, &old_segv_, nullptr);
+        sigaction(SIGBUS, &old_bus_, nullptr);
+        munmap(unreadable_, 4096);
+    }
+    // Emits `id` with 64 bytes the process cannot read; true if the call
+    // was left through siglongjmp.
+    bool emit_unreadable(trace_event_id_t id)
+    {
+        if (sigsetjmp(fault_return, 1) != 0)
+            return true;
+        posix_trace_event(id, unreadable_, 64);
+        return false;
+    }
+
+private:
+    struct sigaction old_segv_ {};
+    struct sigaction old_bus_ {};
+    void *unreadable_ = nullptr;
+};
+
+inline size_t count_of(const std::vector<Event> &events, trace_event_id_t id)
+{
+    size_t count = 0;
+    for (const auto &event : events)
+        count += event.info.posix_event_id == id;
+    return count;
+}
+
+} // namespace lanes_support
