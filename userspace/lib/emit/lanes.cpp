@@ -35,9 +35,18 @@ struct LaneControl {
     std::atomic<uint64_t> generation{0};
     std::atomic<uint32_t> max_data_size{0};
     std::atomic<size_t> lane_bytes{0};
-    pid_t pid = 0; // the process the control is for; 0 in a child of fork
+    // Lanes of lane_bytes a process may have; its threads' lanes past those
+    // are of kSmallLaneBytes (at most lane_bytes): a thousand emitting
+    // threads then take tens of megabytes, not a per-CPU ring each.
+    std::atomic<size_t> full_lanes_allowed{0};
+    std::atomic<size_t> full_lanes_taken{0}; // lanes of lane_bytes made, and asked for
+    pid_t pid = 0;                           // the process the control is for; 0 in a child of fork
     std::atomic<Lane *> lanes{nullptr};
     std::atomic<uint64_t> no_lane{0};
+    // Records a lane had no room for, or that were given up by their own
+    // thread or at its exit: one counter, so the drain reads it in one load
+    // whatever the number of lanes (each lane counts its own too).
+    std::atomic<uint64_t> lost_records{0};
     std::atomic<uint64_t> refused_full{0};
 };
 
@@ -45,6 +54,7 @@ namespace {
 
 constexpr unsigned kNestingLevels = 4; // a thread, and signal handlers within
 constexpr size_t kPageBytes = 4096;
+constexpr size_t kSmallLaneBytes = 64 * 1024;
 static_assert(sizeof(LaneControl) <= kPageBytes);
 
 std::atomic<LaneControl *> control_page{nullptr};
@@ -94,27 +104,46 @@ uint64_t stamp_now()
     return to_nanos(now);
 }
 
-Lane *take_free_lane(LaneControl &control, pid_t tid)
+size_t small_lane_bytes(const LaneControl &control)
+{
+    return std::min(kSmallLaneBytes, control.lane_bytes.load(std::memory_order_relaxed));
+}
+
+// A lane of one of the two sizes of the attached stream.
+bool fits_stream(const LaneControl &control, const Lane &lane)
+{
+    size_t bytes = lane.ring.bytes();
+    return bytes == control.lane_bytes.load(std::memory_order_relaxed) ||
+           bytes == small_lane_bytes(control);
+}
+
+Lane *take_free_lane(LaneControl &control, pid_t tid, size_t bytes)
 {
     for (Lane *lane = control.lanes.load(std::memory_order_acquire); lane; lane = lane->next) {
         pid_t free = 0;
-        if (lane->owner.load(std::memory_order_relaxed) == 0 &&
-            lane->ring.bytes() == control.lane_bytes.load(std::memory_order_relaxed) &&
+        if (lane->owner.load(std::memory_order_relaxed) == 0 && lane->ring.bytes() == bytes &&
             lane->owner.compare_exchange_strong(free, tid, std::memory_order_acquire))
             return lane;
     }
     return nullptr;
 }
 
+// A full-sized lane may still be made (the process has fewer than allowed).
+bool take_full_lane_budget(LaneControl &control)
+{
+    return control.full_lanes_taken.fetch_add(1, std::memory_order_relaxed) <
+           control.full_lanes_allowed.load(std::memory_order_relaxed);
+}
+
 // Mapped, never unmapped: the process's lanes outlive every stream.
 // Async-signal-safe: system calls only.
-Lane *new_lane(LaneControl &control, pid_t tid)
+Lane *new_lane(LaneControl &control, pid_t tid, size_t bytes)
 {
     void *memory =
         mmap(nullptr, sizeof(Lane), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED)
         return nullptr;
-    auto *lane = new (memory) Lane(control.lane_bytes.load(std::memory_order_relaxed));
+    auto *lane = new (memory) Lane(bytes);
     if (!lane->ring.mapped()) {
         lane->~Lane();
         munmap(memory, sizeof(Lane));
@@ -133,15 +162,20 @@ Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
 {
     // A lane sized for an earlier stream is given up for one of this
     // stream's size (it holds nothing of this stream: see attach()).
-    if (Lane *held = me.lane[depth];
-        held && held->ring.bytes() != control.lane_bytes.load(std::memory_order_relaxed)) {
+    if (Lane *held = me.lane[depth]; held && !fits_stream(control, *held)) {
         me.lane[depth] = nullptr;
         held->owner.store(0, std::memory_order_release);
     }
     if (!me.lane[depth]) {
-        Lane *lane = take_free_lane(control, me.tid);
+        // Full-sized first, while the process may have more of them.
+        size_t full = control.lane_bytes.load(std::memory_order_relaxed);
+        Lane *lane = take_free_lane(control, me.tid, full);
+        if (!lane && take_full_lane_budget(control))
+            lane = new_lane(control, me.tid, full);
         if (!lane)
-            lane = new_lane(control, me.tid);
+            lane = take_free_lane(control, me.tid, small_lane_bytes(control));
+        if (!lane)
+            lane = new_lane(control, me.tid, small_lane_bytes(control));
         if (lane) {
             lane->owner_calls.store(&me, std::memory_order_relaxed);
             lane->owner_level.store(depth, std::memory_order_relaxed);
@@ -179,8 +213,10 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
         flags |= PT_RECORD_DATA_FAULT;
     }
     pt_record *record = lane->ring.reserve(uint32_t(copy_len));
-    if (!record)
-        return; // counted by the lane
+    if (!record) {
+        control.lost_records.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
     record->timestamp_ns = stamp_now();
     state = control.state.load(std::memory_order_acquire);
     if (state != PT_STREAM_RUNNING || filtered(control, id) ||
@@ -268,8 +304,10 @@ unsigned levels_still_in_use(ThreadLanes &me, pid_t pid, unsigned depth)
 {
     while (depth > 0 && !still_running(me, pid, depth - 1)) {
         --depth;
-        if (depth < kNestingLevels && me.lane[depth])
-            me.lane[depth]->ring.abandon_unfinished();
+        LaneControl *control = control_page.load(std::memory_order_acquire);
+        if (depth < kNestingLevels && me.lane[depth] && control)
+            control->lost_records.fetch_add(me.lane[depth]->ring.abandon_unfinished(),
+                                            std::memory_order_relaxed);
         me.depth = depth;
     }
     return depth;
@@ -470,14 +508,20 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
 
 LaneAttachment::LaneAttachment(LaneControl &control) : control_(control) {}
 
-std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, uint32_t max_data_size,
-                                                       RingMerger &merger, uint64_t now_ns)
+std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, size_t full_lanes,
+                                                       uint32_t max_data_size, RingMerger &merger,
+                                                       uint64_t now_ns)
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
     if (!control || control->attached.load(std::memory_order_relaxed))
         return nullptr;
     control->lane_bytes.store(lane_bytes, std::memory_order_relaxed);
+    control->full_lanes_allowed.store(full_lanes, std::memory_order_relaxed);
+    size_t full_already = 0; // of an earlier stream of this size
+    for (Lane *lane = control->lanes.load(std::memory_order_acquire); lane; lane = lane->next)
+        full_already += lane->ring.bytes() == lane_bytes;
+    control->full_lanes_taken.store(full_already, std::memory_order_relaxed);
     control->max_data_size.store(std::min<uint32_t>(max_data_size, PT_DATA_SIZE_LIMIT),
                                  std::memory_order_relaxed);
     control->state.store(PT_STREAM_SUSPENDED, std::memory_order_relaxed);
@@ -491,7 +535,7 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, uint32
     attachment->listed_after_ns_ = now_ns;
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
-        if (lane->ring.bytes() != lane_bytes)
+        if (!fits_stream(*control, *lane))
             release_pages_if_free(*lane);
         lane->ring.skip_unread(); // an earlier stream's
         merger.add_ring(std::make_unique<LaneView>(*lane, control->pid), now_ns);
@@ -535,23 +579,27 @@ void LaneAttachment::adopt_new_lanes(RingMerger &merger, uint64_t now_ns)
     listed_after_ns_ = now_ns;
 }
 
-void LaneAttachment::reclaim_lanes_of_exited_threads()
+size_t LaneAttachment::reclaim_lanes_of_exited_threads()
 {
+    size_t owned = 0;
     for (Lane *lane = control_.lanes.load(std::memory_order_acquire); lane; lane = lane->next) {
         pid_t owner = lane->owner.load(std::memory_order_acquire);
-        if (owner == 0 || syscall(SYS_tgkill, control_.pid, owner, 0) == 0 || errno != ESRCH)
+        if (owner == 0)
             continue;
-        lane->ring.abandon_unfinished();
+        if (syscall(SYS_tgkill, control_.pid, owner, 0) == 0 || errno != ESRCH) {
+            ++owned;
+            continue;
+        }
+        control_.lost_records.fetch_add(lane->ring.abandon_unfinished(), std::memory_order_relaxed);
         lane->owner.compare_exchange_strong(owner, 0, std::memory_order_release);
     }
+    return owned;
 }
 
 uint64_t LaneAttachment::lost() const
 {
-    uint64_t lost = control_.no_lane.load(std::memory_order_relaxed);
-    for (Lane *lane = control_.lanes.load(std::memory_order_acquire); lane; lane = lane->next)
-        lost += lane->ring.lost();
-    return lost - lost_before_;
+    return control_.no_lane.load(std::memory_order_relaxed) +
+           control_.lost_records.load(std::memory_order_relaxed) - lost_before_;
 }
 
 uint64_t LaneAttachment::refused_while_full() const

@@ -57,11 +57,15 @@ class LaneAttachment {
 public:
     // The fast path for a stream of the calling process; nullptr if another
     // stream holds it or the control could not be mapped. `lane_bytes`: the
-    // size of lanes created from now on. `now_ns`: CLOCK_MONOTONIC, read
-    // before the call; the lanes that exist are skipped (what they hold
-    // belongs to an earlier stream) and join `merger` now.
-    static std::unique_ptr<LaneAttachment> attach(size_t lane_bytes, uint32_t max_data_size,
-                                                  RingMerger &merger, uint64_t now_ns);
+    // size of the first `full_lanes` lanes of the process; lanes past them
+    // are of 64 KiB (at most `lane_bytes`), so the lanes' memory is bounded
+    // by full_lanes * lane_bytes + 64 KiB for each other thread and nesting
+    // level emitting at once. `now_ns`: CLOCK_MONOTONIC, read before the
+    // call; the lanes that exist are skipped (what they hold belongs to an
+    // earlier stream) and join `merger` now.
+    static std::unique_ptr<LaneAttachment> attach(size_t lane_bytes, size_t full_lanes,
+                                                  uint32_t max_data_size, RingMerger &merger,
+                                                  uint64_t now_ns);
     explicit LaneAttachment(LaneControl &control); // see attach()
     ~LaneAttachment();                             // the fast path is free again; the lanes stay
     LaneAttachment(const LaneAttachment &) = delete;
@@ -79,7 +83,8 @@ public:
     // Lanes of threads that exited are given back, their unfinished records
     // discarded and counted lost (a thread can only leave one so through a
     // signal handler).
-    void reclaim_lanes_of_exited_threads();
+    // Returns how many lanes live threads own.
+    size_t reclaim_lanes_of_exited_threads();
     // (A record a thread left busy for good is given up by the lane's view
     // in the merge: RingMerger::pass_abandoned_records, lanes.cpp LaneView.)
 

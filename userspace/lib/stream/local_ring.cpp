@@ -103,19 +103,21 @@ void LocalRing::release_pages()
         madvise(memory_.data(), memory_.bytes(), MADV_DONTNEED);
 }
 
-void LocalRing::abandon_unfinished()
+uint64_t LocalRing::abandon_unfinished()
 {
     if (!mapped())
-        return;
+        return 0;
+    uint64_t given_up = 0;
     size_t bytes = memory_.bytes();
     uint64_t end = __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE);
     for (uint64_t at = __atomic_load_n(&consumer_pos_, __ATOMIC_ACQUIRE); at < end;) {
         auto *header = reinterpret_cast<uint32_t *>(memory_.data() + (at & (bytes - 1)));
         uint32_t length = __atomic_load_n(header, __ATOMIC_ACQUIRE);
-        if (length & BPF_RINGBUF_BUSY_BIT)
-            give_up(at);
+        if ((length & BPF_RINGBUF_BUSY_BIT) && give_up(at))
+            ++given_up;
         at += span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
     }
+    return given_up;
 }
 
 } // namespace posixtrace

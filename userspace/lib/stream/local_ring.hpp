@@ -44,8 +44,8 @@ public:
     // Records left busy by a writer that is gone are discarded and counted
     // lost. By the reader once nobody can write the ring any more, or by
     // the writer's thread once it knows the call that wrote them is gone.
-    // Async-signal-safe.
-    void abandon_unfinished();
+    // Returns how many. Async-signal-safe.
+    uint64_t abandon_unfinished();
     // The record at `position`, if still busy, is discarded and counted
     // lost; false if its writer finished it first (or another gave it up).
     bool give_up(uint64_t position);

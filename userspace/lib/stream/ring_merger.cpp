@@ -39,14 +39,19 @@ void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit)
 uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
 {
     uint64_t producer = window.reader->producer();
-    window.observations.push_back({producer, now_ns});
+    auto &seen = window.observations;
+    if (producer == window.scanned && seen.size() == 1) {
+        // All read, nothing new (an idle thread's lane): this look bounds it.
+        seen.front() = {producer, now_ns};
+        return now_ns;
+    }
+    seen.push_back({producer, now_ns});
     read_committed(window, producer, [&](const pt_record *record) {
         insert_sorted(window, {record->timestamp_ns, window.scanned, record});
     });
     // The bound is the time of the latest look whose producer position was
     // at or before the first record not read: that record and every later
     // one were reserved after that look, and stamped after it.
-    auto &seen = window.observations;
     while (seen.size() > 1 && seen[1].producer <= window.scanned)
         seen.pop_front();
     if (seen.size() > kMaxObservations)

@@ -183,6 +183,8 @@ private:
     RingMerger merger_;
     std::unique_ptr<LaneAttachment> lanes_; // this process's user events, without the uprobe
     uint64_t lanes_reclaimed_ns_ = 0; // monotonic; when exited threads' lanes were last looked for
+    uint64_t lanes_owned_ = 0;        // by live threads, at that look
+    uint64_t stalls_checked_ns_ = 0;  // monotonic; when busy lane records were last looked at
     std::unique_ptr<EventBuffer> buffer_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread

@@ -60,10 +60,14 @@ void Stream::drain_pass_locked()
     uint64_t now = monotonic_now();
     if (lanes_) {
         lanes_->adopt_new_lanes(merger_, now);
-        if (now - lanes_reclaimed_ns_ >= kLaneReclaimPeriodNs) {
-            lanes_->reclaim_lanes_of_exited_threads();
-            report_given_up_locked(merger_.pass_abandoned_records());
+        if (now - lanes_reclaimed_ns_ >=
+            kLaneReclaimPeriodNs * std::max<uint64_t>(1, lanes_owned_ / kLanesCheckedEachPeriod)) {
+            lanes_owned_ = lanes_->reclaim_lanes_of_exited_threads();
             lanes_reclaimed_ns_ = now;
+        }
+        if (now - stalls_checked_ns_ >= kLaneReclaimPeriodNs) {
+            report_given_up_locked(merger_.pass_abandoned_records());
+            stalls_checked_ns_ = now;
         }
     }
     LibraryThreads::refresh(library_threads_);

@@ -21,15 +21,23 @@ inline constexpr uint64_t kFlushRetryNs = 50'000;
 // Reading the programs' recursion misses is a system call per program: done
 // every this many passes.
 inline constexpr uint64_t kMissesPeriodPasses = 8;
-// Lanes of threads that exited are looked for this often (a system call per
-// lane in use).
+// Records left busy by a thread that will not finish them are looked for
+// this often.
 inline constexpr uint64_t kLaneReclaimPeriodNs = 20'000'000;
+// Lanes of threads that exited are looked for as often, while at most this
+// many lanes are in use; past that, less often in proportion (a system call
+// a lane: a thousand idle threads would cost the drain a tenth of a CPU).
+inline constexpr uint64_t kLanesCheckedEachPeriod = 100;
 inline constexpr size_t kMinRingBytes = 256 * 1024;
 inline constexpr size_t kMaxRingBytes = 64u << 20;
 
 // The rings only carry records from the kernel to the drain, which empties
 // them every millisecond: together they hold about one stream, so the
 // kernel memory a stream pins does not grow with the number of CPUs.
+// Lanes of a self-tracing process as large as a per-CPU ring: its first
+// threads' (the lanes' memory of the others is bounded: LaneAttachment).
+constexpr size_t kFullLanesPerCpu = 4;
+
 inline size_t ring_bytes_for(size_t stream_size)
 {
     size_t share = stream_size / size_t(std::max(1, libbpf_num_possible_cpus()));

@@ -1,0 +1,141 @@
+// The lanes' cost grows with the threads that emit: a thousand of them,
+// alive at once, take what the documented bound says (the first lanes as
+// large as a per-CPU ring, the others 64 KiB), and the drain's idle work
+// over them stays small.
+#include <catch2/catch.hpp>
+#include <dirent.h>
+#include <sys/wait.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lanes_support.hpp"
+#include "test_support.hpp"
+
+using namespace test_support;
+using namespace lanes_support;
+
+namespace {
+
+// CPU time (user + system) of this process's thread named `name`, in ms.
+double thread_cpu_ms(const std::string &name)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks)
+        return -1;
+    double found = -1;
+    while (dirent *entry = readdir(tasks)) {
+        std::string base = std::string("/proc/self/task/") + entry->d_name;
+        std::ifstream comm(base + "/comm");
+        std::string thread_name;
+        if (!std::getline(comm, thread_name) || thread_name != name)
+            continue;
+        std::ifstream stat(base + "/stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), {});
+        std::istringstream fields(text.substr(text.rfind(')') + 2));
+        std::string field;
+        unsigned long long utime = 0, stime = 0;
+        for (int i = 3; i <= 15 && fields >> field; ++i) {
+            if (i == 14)
+                utime = std::stoull(field);
+            if (i == 15)
+                stime = std::stoull(field);
+        }
+        found = double(utime + stime) * 1000.0 / double(sysconf(_SC_CLK_TCK));
+    }
+    closedir(tasks);
+    return found;
+}
+
+struct Measured {
+    double mapped_mib = -1, resident_mib = -1, idle_drain_cpu_ms = -1;
+};
+
+// In this process (a child of the test's): 1,000 threads emit 100 events
+// each and wait, alive; the lanes' memory then, and the drain's CPU time
+// over one idle second.
+Measured measure_thousand_threads()
+{
+    Measured measured;
+    LaneMemory before = lane_memory();
+    StreamGuard stream = started_stream();
+    trace_event_id_t id = user_event("bounds.event");
+    std::mutex mutex;
+    std::condition_variable changed;
+    int ready = 0;
+    bool release = false;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 1000; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 100; ++i)
+                emit_numbered(id, t, i);
+            std::unique_lock lock(mutex);
+            ++ready;
+            changed.notify_all();
+            changed.wait(lock, [&] { return release; });
+        });
+    {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return ready == 1000; });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // delivered
+    LaneMemory after = lane_memory();
+    measured.mapped_mib = double(after.mapped - before.mapped) / (1 << 20);
+    measured.resident_mib = double(after.resident - before.resident) / (1 << 20);
+    double cpu_before = thread_cpu_ms("posixtrace-drn");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    measured.idle_drain_cpu_ms = thread_cpu_ms("posixtrace-drn") - cpu_before;
+    {
+        std::lock_guard lock(mutex);
+        release = true;
+    }
+    changed.notify_all();
+    for (auto &thread : threads)
+        thread.join();
+    return measured;
+}
+
+} // namespace
+
+TEST_CASE("lanes: 1,000 emitting threads take a bounded memory and idle drain time", "[lanes]")
+{
+    if (uprobe_path_forced())
+        return; // no lanes
+    int results[2];
+    REQUIRE(pipe(results) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) { // lanes of its own: the test process's earlier ones are wiped
+        close(results[0]);
+        Measured measured = measure_thousand_threads();
+        [[maybe_unused]] ssize_t n = write(results[1], &measured, sizeof measured);
+        _exit(0);
+    }
+    close(results[1]);
+    Measured measured;
+    ssize_t got = read(results[0], &measured, sizeof measured);
+    close(results[0]);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(got == ssize_t(sizeof measured));
+    WARN("1,000 threads: lanes " << measured.mapped_mib << " MiB mapped, " << measured.resident_mib
+                                 << " MiB resident; drain " << measured.idle_drain_cpu_ms
+                                 << " ms CPU in an idle second");
+    // 4 lanes a CPU of the per-CPU ring's size (the stream's 8 MiB shared by
+    // the CPUs, rounded up to a power of two: at most 64 MiB in all), and
+    // 64 KiB for each other thread.
+    double bound_mib = 64 + 1000 * 64.0 / 1024 + 1;
+    CHECK(measured.mapped_mib <= bound_mib);
+    CHECK(measured.resident_mib <= measured.mapped_mib);
+    CHECK(measured.idle_drain_cpu_ms >= 0);
+    CHECK(measured.idle_drain_cpu_ms < 100); // under a tenth of a CPU
+}
