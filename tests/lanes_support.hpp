@@ -1,6 +1,7 @@
 // What the tests of the lanes share: numbered events, the lanes' memory,
 // and calls that fault and leave through siglongjmp.
 #pragma once
+#include <alloca.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -148,6 +149,18 @@ inline size_t count_of(const std::vector<Event> &events, trace_event_id_t id)
     for (const auto &event : events)
         count += event.info.posix_event_id == id;
     return count;
+}
+
+// Emits `id` with unreadable data from a frame 64 KiB below the caller's:
+// after siglongjmp, the thread's next calls run above that frame and leave
+// the faulted call's token intact, so they take the next nesting level while
+// its record stays busy, until the drain gives it up.
+__attribute__((noinline)) inline bool emit_unreadable_deep(FaultsLeaveThroughSiglongjmp &faults,
+                                                           trace_event_id_t id)
+{
+    volatile char *below = static_cast<char *>(alloca(64 * 1024));
+    below[0] = 0;
+    return faults.emit_unreadable(id);
 }
 
 } // namespace lanes_support

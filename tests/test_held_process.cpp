@@ -2,6 +2,7 @@
 // works out the libraries it is about to load by reading files, and runs
 // nothing the process chose, whatever its PT_INTERP and environment say.
 #include <catch2/catch.hpp>
+#include <link.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,23 @@ FileKey key_of_fd(int fd)
     return {st.st_dev, st.st_ino};
 }
 
+// Under AddressSanitizer the helpers are instrumented too, and its runtime
+// must come first of what is loaded: "PATH " of the one this process
+// runs with, or "".
+std::string sanitizer_runtime()
+{
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+            std::string name = info->dlpi_name ? info->dlpi_name : "";
+            if (name.find("/libasan.so") != std::string::npos)
+                *static_cast<std::string *>(data) = name + " ";
+            return 0;
+        },
+        &found);
+    return found;
+}
+
 bool exists(const std::string &path)
 {
     struct stat st;
@@ -117,7 +135,7 @@ TEST_CASE("held process: the libraries it is about to load are found by reading 
 {
     // RUNPATH with $ORIGIN (libposixtrace), ld.so.cache (libc), LD_PRELOAD.
     HeldAtExec held({helper_path("late_names"), "held", "3000"},
-                    {"LD_PRELOAD=" + helper_path("libplainlib.so")});
+                    {"LD_PRELOAD=" + sanitizer_runtime() + helper_path("libplainlib.so")});
     std::set<FileKey> predicted;
     std::string names;
     for (const auto &path : posixtrace::pending_libraries(held.pid())) {

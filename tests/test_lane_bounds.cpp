@@ -137,5 +137,7 @@ TEST_CASE("lanes: 1,000 emitting threads take a bounded memory and idle drain ti
     CHECK(measured.mapped_mib <= bound_mib);
     CHECK(measured.resident_mib <= measured.mapped_mib);
     CHECK(measured.idle_drain_cpu_ms >= 0);
+#if !defined(__SANITIZE_ADDRESS__) // its checks on every access make the figure say nothing
     CHECK(measured.idle_drain_cpu_ms < 100); // under a tenth of a CPU
+#endif
 }

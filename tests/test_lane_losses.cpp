@@ -69,7 +69,10 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
     SECTION("the thread then blocks in a system call")
     {
         stalled = std::thread([&] {
-            left = faults.emit_unreadable(bad);
+            // From deep in its stack: read() then blocks above the faulted
+            // call's frame (below it, with the call's token intact, it
+            // would look like a handler running on top of the call).
+            left = emit_unreadable_deep(faults, bad);
             char byte;
             (void)!read(release[0], &byte, 1);
         });
@@ -110,18 +113,6 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
 // its own, neither faulting nor reaching the stream.
 
 namespace {
-
-// Emits `id` with unreadable data from a frame 64 KiB below the caller's:
-// after siglongjmp, the thread's next calls run above that frame and leave
-// the faulted call's token intact, so they take the next nesting level while
-// its record stays busy, until the drain gives it up.
-__attribute__((noinline)) bool emit_unreadable_deep(FaultsLeaveThroughSiglongjmp &faults,
-                                                    trace_event_id_t id)
-{
-    volatile char *below = static_cast<char *>(alloca(64 * 1024));
-    below[0] = 0;
-    return faults.emit_unreadable(id);
-}
 
 void spin_for(std::chrono::microseconds duration)
 {
