@@ -68,8 +68,11 @@ public:
             if (!gelf_getphdr(elf_.get(), int(i), &segment) || segment.p_type != PT_LOAD ||
                 (executable && !(segment.p_flags & PF_X)))
                 continue;
-            if (address >= segment.p_vaddr && address - segment.p_vaddr < segment.p_filesz)
-                return segment.p_offset + (address - segment.p_vaddr);
+            if (address < segment.p_vaddr || address - segment.p_vaddr >= segment.p_filesz)
+                continue;
+            uint64_t offset = segment.p_offset + (address - segment.p_vaddr);
+            return offset >= segment.p_offset && offset < size() ? std::optional(offset)
+                                                                 : std::nullopt;
         }
         return std::nullopt;
     }
