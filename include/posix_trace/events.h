@@ -51,8 +51,8 @@ struct posix_trace_overflow_data {
 
 /* Data of a posix_trace_error event: a write to the stream's trace log
  * failed. The log ends before the events that write held; they, and every
- * event handed to the log since, are counted lost (unwritten in
- * posix_trace_get_loss_counters). posix_trace_flush and posix_trace_shutdown
+ * event handed to the log since, are counted lost
+ * (posix_trace_get_unwritten_events). posix_trace_flush and posix_trace_shutdown
  * return the error. Queued once, when the stream learns of the failure. */
 struct posix_trace_error_data {
     int32_t error; /* the errno of the write: ENOSPC, EFBIG, EIO... */
@@ -130,10 +130,13 @@ struct posix_trace_loss_counters {
     uint64_t late;                /* came after younger events had been delivered; the
                                      merge waits for every record being written, so only
                                      a clock breaking its argument could cause it: 0 */
-    uint64_t unwritten;           /* handed to the stream's trace log after a write to it
-                                     had failed (posix_trace_error): not in the log */
 };
 int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
+/* The events lost in the stream (lost_in_stream) because they were handed
+ * to its trace log after a write to it had failed (posix_trace_error): not
+ * in the log. Apart from the struct above, whose size programs built
+ * against earlier versions rely on. 0, or EINVAL (bad trid, NULL). */
+int posix_trace_get_unwritten_events(trace_id_t trid, uint64_t *events);
 
 /* The stream's BPF programs and how many of their runs the kernel skipped
  * since they were loaded (runs_skipped above is the sum, reported as it

@@ -147,6 +147,15 @@ POSIXTRACE_EXPORT int posix_trace_get_loss_counters(trace_id_t trid,
     return 0;
 }
 
+POSIXTRACE_EXPORT int posix_trace_get_unwritten_events(trace_id_t trid, uint64_t *events)
+{
+    auto stream = stream_of(trid);
+    if (!stream || !events)
+        return EINVAL;
+    *events = stream->unwritten_events();
+    return 0;
+}
+
 POSIXTRACE_EXPORT int posix_trace_get_untraced_children(trace_id_t trid, uint64_t *children)
 {
     auto stream = stream_of(trid);

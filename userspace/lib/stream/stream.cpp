@@ -341,6 +341,7 @@ int Stream::clear()
     overrun_ = false;
     counters_ = {};
     losses_ = {};
+    unwritten_ = 0;
     // POSIX: the log is reset too. The flushes so far end with it: their
     // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
     // it has: reset() says so with an error.)

@@ -69,6 +69,7 @@ public:
     posix_trace_status_info take_status();
     posix_trace_counters counters();
     posix_trace_loss_counters loss_counters();
+    uint64_t unwritten_events();
     std::vector<KernelProgram::ProgramMisses> skipped_runs() const;
     // Children forked under POSIX_TRACE_INHERITED that the stream could not
     // follow (PT_MAX_TRACED_PROCESSES traced processes were alive).
@@ -237,6 +238,7 @@ private:
     uint64_t refusals_read_ns_ = 0;    // monotonic; when it was read last
     posix_trace_counters counters_{};
     posix_trace_loss_counters losses_{};
+    uint64_t unwritten_ = 0; // the events a failed log did not take, apart: see events.h
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;

@@ -159,7 +159,7 @@ void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
     (kind == StreamLoss::Overwritten ? losses_.overwritten
      : kind == StreamLoss::Refused   ? losses_.refused
      : kind == StreamLoss::Late      ? losses_.late
-                                     : losses_.unwritten) += count;
+                                     : unwritten_) += count;
     overrun_ = true;
 }
 

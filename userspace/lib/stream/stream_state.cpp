@@ -111,6 +111,14 @@ posix_trace_loss_counters Stream::loss_counters()
     return losses_;
 }
 
+uint64_t Stream::unwritten_events()
+{
+    std::lock_guard lock(mutex_);
+    if (log_)
+        account_log_failure_locked();
+    return unwritten_;
+}
+
 std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const
 {
     std::lock_guard lock(mutex_);
