@@ -426,6 +426,8 @@ TEST_CASE("a log write error: every later event is counted lost and posix_trace_
     REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
     posix_trace_loss_counters losses{};
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    uint64_t unwritten = 0;
+    REQUIRE(posix_trace_get_unwritten_events(stream.get(), &unwritten) == 0);
     CHECK(posix_trace_flush(stream.get()) == ENOSPC);
     CHECK(stream.shutdown() == ENOSPC);
 
@@ -441,8 +443,6 @@ TEST_CASE("a log write error: every later event is counted lost and posix_trace_
     LogRead read = read_log(log.get());
     CHECK(read.error == 0);
     CHECK(user_events_of(read.events, filler).size() == read.events.size());
-    uint64_t unwritten = 0;
-    REQUIRE(posix_trace_get_unwritten_events(stream.get(), &unwritten) == 0);
     CAPTURE(read.events.size(), in_stream.size(), counters.recorded, counters.lost_in_kernel,
             counters.lost_in_stream, unwritten);
     CHECK(unwritten > 0);
