@@ -111,6 +111,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/usdt/library_search.o \
                  $(BUILD)/obj/userspace/lib/usdt/pending_libraries.o \
                  $(BUILD)/obj/userspace/lib/usdt/usdt_notes.o \
+                 $(BUILD)/obj/userspace/lib/util/elf_symbols.o \
                  $(BUILD)/obj/userspace/lib/util/text_file.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \

@@ -115,29 +115,6 @@ inline LogRead read_log(trace_id_t trid, bool skip_thread_events = true)
     return result;
 }
 
-// Runs fn in a forked child, as in_child does, and kills it once `limit` has
-// passed: its exit code, or nullopt if it did not exit in time. A test of a
-// reader that must not hang fails instead of hanging.
-template <class Fn> std::optional<int> in_child_within(std::chrono::milliseconds limit, Fn fn)
-{
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-        _exit(fn());
-    auto deadline = Clock::now() + limit;
-    int status = 0;
-    pid_t waited;
-    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && Clock::now() < deadline)
-        usleep(1000);
-    if (waited == 0) {
-        kill(child, SIGKILL);
-        REQUIRE(waitpid(child, &status, 0) == child);
-        return std::nullopt;
-    }
-    REQUIRE(waited == child);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // The status a closed log holds.
 inline posix_trace_status_info status_of_log(const std::string &path)
 {

@@ -40,15 +40,6 @@ constexpr long kTracerAnonymousLimitKb = LONG_MAX;
 constexpr long kTracerAnonymousLimitKb = 48 * 1024;
 #endif
 
-long status_field_kb(pid_t pid, const char *field)
-{
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(status, line);)
-        if (line.rfind(field, 0) == 0)
-            return std::stol(line.substr(std::strlen(field) + 1));
-    return -1;
-}
-
 double cpu_seconds(pid_t pid)
 {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

@@ -57,31 +57,12 @@ int read_into_unmapped_memory(int log_fd)
     return 13;
 }
 
-// The child's exit status; -1 if it neither exited nor was killed by a
-// signal within `limit` (then it is killed).
-int exit_status_within(pid_t child, std::chrono::seconds limit)
-{
-    auto deadline = Clock::now() + limit;
-    int status = 0;
-    while (waitpid(child, &status, WNOHANG) == 0) {
-        if (Clock::now() > deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            return -1;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 int run_in_child(int log_fd)
 {
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-        _exit(read_into_unmapped_memory(log_fd));
     // It takes milliseconds; a wrapper waiting for the lock waits for ever.
-    return exit_status_within(child, std::chrono::seconds(10));
+    return in_child_within(std::chrono::seconds(10),
+                           [&] { return read_into_unmapped_memory(log_fd); })
+        .value_or(-1);
 }
 
 } // namespace

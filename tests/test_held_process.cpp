@@ -2,6 +2,7 @@
 // works out the libraries it is about to load by reading files, and runs
 // nothing the process chose, whatever its PT_INTERP and environment say.
 #include <catch2/catch.hpp>
+#include <elf.h>
 #include <link.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "cli_support.hpp"
 #include "test_support.hpp"
+#include "usdt/library_search.hpp"
 #include "usdt/pending_libraries.hpp"
 #include "util/process_files.hpp"
 
@@ -134,8 +137,10 @@ TEST_CASE("held process: the libraries it is about to load are found by reading 
           "[held]")
 {
     // RUNPATH with $ORIGIN (libposixtrace), ld.so.cache (libc), LD_PRELOAD.
+    // LD_PRELOAD after another variable: the environment is read whole.
     HeldAtExec held({helper_path("late_names"), "held", "3000"},
-                    {"LD_PRELOAD=" + sanitizer_runtime() + helper_path("libplainlib.so")});
+                    {"POSIXTRACE_PADDING=1",
+                     "LD_PRELOAD=" + sanitizer_runtime() + helper_path("libplainlib.so")});
     std::set<FileKey> predicted;
     std::string names;
     for (const auto &path : posixtrace::pending_libraries(held.pid())) {
@@ -173,4 +178,48 @@ TEST_CASE("held process: the libraries it is about to load are found by reading 
     }
     INFO(names);
     CHECK(predicted == mapped);
+}
+
+TEST_CASE("held process: a crafted environment costs the library search a bounded time",
+          "[held][hostile]")
+{
+    // 20,000 preloaded names, none to be found, each looked for in 40,000
+    // directories: without a bound, 800 million files to try.
+    std::string preloads = "LD_PRELOAD=", directories = "LD_LIBRARY_PATH=";
+    for (int i = 0; i < 20000; ++i)
+        preloads += "m" + std::to_string(i) + " ";
+    for (int i = 0; i < 40000; ++i)
+        directories += "/d:";
+    HeldAtExec held({helper_path("late_names"), "held", "3000"}, {directories, preloads});
+    auto finished = test_support::in_child_within(std::chrono::seconds(10), [&] {
+        posixtrace::pending_libraries(held.pid());
+        return 0;
+    });
+    CHECK(finished == std::optional<int>(0));
+}
+
+TEST_CASE("held process: a crafted ld.so.cache is read in bounded time", "[held][hostile]")
+{
+    // 400,000 entries whose names all point into 6 MB without a NUL: a
+    // parser that looks for each string's end to the end of the file reads
+    // terabytes.
+    constexpr uint32_t kEntries = 400000;
+    constexpr size_t kHeader = 48, kEntry = 24, kRun = 6 << 20;
+    std::string image(kHeader + kEntries * kEntry + kRun, 'x');
+    std::memcpy(image.data(), "glibc-ld.so.cache1.1", 20);
+    std::memcpy(image.data() + 20, &kEntries, 4);
+    const uint32_t run = uint32_t(kHeader + kEntries * kEntry);
+    for (uint32_t i = 0; i < kEntries; ++i) {
+        char *entry = image.data() + kHeader + i * kEntry;
+        const int32_t flags = 0x0303; // x86-64 libc6
+        const uint64_t hwcap = 0;
+        std::memcpy(entry, &flags, 4);
+        std::memcpy(entry + 4, &run, 4);
+        std::memcpy(entry + 8, &run, 4);
+        std::memcpy(entry + 16, &hwcap, 8);
+    }
+    auto finished = test_support::in_child_within(std::chrono::seconds(5), [&] {
+        return int(posixtrace::LibraryCache::parse(image, EM_X86_64).size());
+    });
+    CHECK(finished == std::optional<int>(0)); // in time, and nothing taken from it
 }

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,6 +244,39 @@ template <class Fn> int in_child(Fn fn)
         _exit(fn());
     int status = 0;
     REQUIRE(waitpid(child, &status, 0) == child);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A field of /proc/PID/status in kB ("VmRSS", "RssAnon"...), or -1.
+inline long status_field_kb(pid_t pid, const char *field)
+{
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(field, 0) == 0 && line.size() > std::strlen(field) + 1)
+            return std::stol(line.substr(std::strlen(field) + 1));
+    return -1;
+}
+
+// Runs fn in a forked child, as in_child does, and kills it once `limit` has
+// passed: its exit code, or nullopt if it did not exit in time. A test of a
+// reader that must not hang fails instead of hanging.
+template <class Fn> std::optional<int> in_child_within(std::chrono::milliseconds limit, Fn fn)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(fn());
+    auto deadline = Clock::now() + limit;
+    int status = 0;
+    pid_t waited;
+    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+        usleep(1000);
+    if (waited == 0) {
+        kill(child, SIGKILL);
+        REQUIRE(waitpid(child, &status, 0) == child);
+        return std::nullopt;
+    }
+    REQUIRE(waited == child);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "util/process_files.hpp"
 #include "util/text_file.hpp"
@@ -24,6 +26,13 @@ constexpr char kOldCacheMagic[] = "ld.so-1.7.0";
 constexpr size_t kCacheHeaderBytes = 48; // magic, version, counts, flags, extension offset
 constexpr size_t kCacheEntryBytes = 24;  // flags, key, value, osversion, hwcap
 constexpr size_t kOldEntryBytes = 12;
+// Real caches hold a few thousand entries of paths of PATH_MAX at most.
+constexpr uint32_t kMaxCacheEntries = 65536;
+constexpr size_t kMaxCacheString = 4096;
+// Files and directories a held process's search may look at: a crafted executable or
+// environment (a thousand DT_NEEDED names, tens of thousands of directories)
+// could otherwise make the tracer try billions.
+constexpr size_t kMaxFilesTried = 8192;
 
 // The flags ld.so.cache gives the libraries this machine type's linker takes.
 int32_t cache_flags_for(uint16_t machine)
@@ -51,7 +60,7 @@ std::string read_proc_file(pid_t pid, const char *name, size_t limit)
     return read_text_file("/proc/" + std::to_string(pid) + "/" + name, limit).value_or("");
 }
 
-std::vector<std::string> split(const std::string &text, const char *separators)
+std::vector<std::string> split(const std::string &text, std::string_view separators)
 {
     std::vector<std::string> words;
     size_t start = 0;
@@ -72,15 +81,18 @@ std::string directory_of(const std::string &path)
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The NUL-terminated string at `offset` of `image`, or nullopt.
+// The NUL-terminated string at `offset` of `image`, of at most
+// kMaxCacheString bytes, or nullopt: entries pointing into a long run
+// without a NUL must not cost a scan to the end each.
 std::optional<std::string> string_in(const std::string &image, uint64_t offset)
 {
     if (offset >= image.size())
         return std::nullopt;
-    size_t end = image.find('\0', size_t(offset));
-    if (end == std::string::npos)
+    size_t room = std::min(image.size() - size_t(offset), kMaxCacheString);
+    const void *end = std::memchr(image.data() + offset, '\0', room);
+    if (!end)
         return std::nullopt;
-    return image.substr(size_t(offset), end - size_t(offset));
+    return std::string(image.data() + offset, static_cast<const char *>(end));
 }
 
 } // namespace
@@ -103,7 +115,7 @@ LibraryCache LibraryCache::parse(const std::string &image, uint16_t machine)
     if (count > (part.size() - kCacheHeaderBytes) / kCacheEntryBytes)
         return cache;
     const int32_t wanted_flags = cache_flags_for(machine);
-    for (uint32_t i = 0; i < count; ++i) {
+    for (uint32_t i = 0; i < std::min(count, kMaxCacheEntries); ++i) {
         const char *entry = part.data() + kCacheHeaderBytes + size_t(i) * kCacheEntryBytes;
         int32_t flags;
         uint32_t key, value;
@@ -182,7 +194,7 @@ void LibrarySearch::read_environment()
     if (secure_)
         return;
     std::string environment = read_proc_file(pid_, "environ", kMaxEnvironmentBytes);
-    for (const auto &entry : split(environment, std::string(1, '\0').c_str())) {
+    for (const auto &entry : split(environment, std::string_view("\0", 1))) {
         if (entry.rfind("LD_LIBRARY_PATH=", 0) == 0)
             library_path_ = entry.substr(16);
         else if (entry.rfind("LD_PRELOAD=", 0) == 0)
@@ -190,8 +202,20 @@ void LibrarySearch::read_environment()
     }
 }
 
+// What is not found once the budget is spent is attached when the linker
+// maps it (the link-map hook).
+bool LibrarySearch::spend_try() const
+{
+    if (files_tried_ >= kMaxFilesTried)
+        return false;
+    ++files_tried_;
+    return true;
+}
+
 std::optional<LoadingObject> LibrarySearch::try_path(const std::string &path, int needer) const
 {
+    if (!spend_try())
+        return std::nullopt;
     auto file = open_in_root(pid_, path);
     if (!file)
         return std::nullopt;
@@ -208,6 +232,8 @@ std::optional<LoadingObject> LibrarySearch::try_directories(const std::string &l
                                                             int needer) const
 {
     for (const auto &directory : split(list, ":;")) {
+        if (!spend_try())
+            break;
         auto expanded = expand_origin(directory, origin);
         if (!expanded || expanded->empty() || (*expanded)[0] != '/')
             continue; // relative entries depend on the process's working directory
@@ -221,6 +247,8 @@ std::optional<LoadingObject> LibrarySearch::find(const std::string &name,
                                                  const std::vector<LoadingObject> &objects,
                                                  int needer) const
 {
+    if (files_tried_ >= kMaxFilesTried)
+        return std::nullopt;
     const LoadingObject *loader = needer >= 0 ? &objects[size_t(needer)] : &objects[0];
     if (name.find('/') != std::string::npos) {
         auto expanded = expand_origin(name, loader->path);

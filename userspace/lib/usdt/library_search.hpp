@@ -52,6 +52,7 @@ public:
                                       const std::vector<LoadingObject> &objects, int needer) const;
 
 private:
+    bool spend_try() const;
     std::optional<LoadingObject> try_path(const std::string &path, int needer) const;
     std::optional<LoadingObject> try_directories(const std::string &list, const std::string &name,
                                                  const std::string &origin, int needer) const;
@@ -59,6 +60,7 @@ private:
 
     pid_t pid_;
     uint16_t machine_;
+    mutable size_t files_tried_ = 0; // files and directories; bounded (kMaxFilesTried)
     bool secure_ = false;
     std::string library_path_;
     std::vector<std::string> preloads_;

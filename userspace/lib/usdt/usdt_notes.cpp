@@ -181,7 +181,8 @@ int read_usdt_probes(const std::string &path, std::vector<UsdtProbe> &probes)
     if (!elf.valid() || gelf_getclass(elf.get()) != ELFCLASS64)
         return ENOEXEC;
     size_t section_names;
-    if (elf_getshdrstrndx(elf.get(), &section_names) != 0 || !sections_within_file(elf))
+    if (elf_getshdrstrndx(elf.get(), &section_names) != 0 || !sections_within_file(elf) ||
+        !elf.section_fits(section_names, kMaxSectionNamesBytes))
         return ENOEXEC;
 
     probes.clear();

@@ -37,6 +37,8 @@ struct UsdtProbe {
 // Notes sections larger than this are refused (ENOEXEC): real ones are
 // kilobytes, and libelf reads a section whole.
 constexpr size_t kMaxNotesBytes = 16 << 20;
+// The same for the section names (a few hundred bytes in real files).
+constexpr size_t kMaxSectionNamesBytes = 1 << 20;
 
 // The USDT probes of an ELF file; 0, or an errno (ENOENT, EACCES, ENOEXEC
 // for a file that is not ELF or is truncated).

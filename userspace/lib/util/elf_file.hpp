@@ -26,6 +26,9 @@ public:
         if (elf_version(EV_CURRENT) == EV_NONE)
             return;
         fd_.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        struct stat st;
+        if (fd_ && fstat(fd_.get(), &st) == 0 && st.st_size > 0)
+            size_ = size_t(st.st_size);
         if (fd_)
             elf_.reset(elf_begin(fd_.get(), ELF_C_READ, nullptr));
         if (elf_ && elf_kind(elf_.get()) != ELF_K_ELF)
@@ -36,24 +39,30 @@ public:
     bool opened() const { return bool(fd_); }
     Elf *get() const { return elf_.get(); }
 
-    // The file's size now, or 0 when it cannot be told.
-    size_t size() const
-    {
-        struct stat st;
-        return fd_ && fstat(fd_.get(), &st) == 0 && st.st_size > 0 ? size_t(st.st_size) : 0;
-    }
+    // The file's size when opened (the bound of every read: one that a
+    // file cut since comes short, and fails), or 0 when it cannot be told.
+    size_t size() const { return size_; }
 
-    // The data of `section`, read whole, or nullptr when it is larger than
-    // `cap` or does not lie within the file: libelf allocates and reads what
-    // the header announces, and a sparse file may announce gigabytes.
-    Elf_Data *section_data(Elf_Scn *section, size_t cap) const
+    // Whether `section` is at most `cap` bytes and lies within the file:
+    // libelf allocates and reads a section whole when its data or one of its
+    // strings (elf_strptr) is asked for, and a sparse file may announce
+    // gigabytes. Check before either.
+    bool section_fits(Elf_Scn *section, size_t cap) const
     {
         GElf_Shdr header;
         size_t file_size = size();
-        if (!gelf_getshdr(section, &header) || header.sh_size > cap ||
-            header.sh_offset > file_size || header.sh_size > file_size - header.sh_offset)
-            return nullptr;
-        return elf_getdata(section, nullptr);
+        return section && gelf_getshdr(section, &header) && header.sh_size <= cap &&
+               header.sh_offset <= file_size && header.sh_size <= file_size - header.sh_offset;
+    }
+    bool section_fits(size_t index, size_t cap) const
+    {
+        return section_fits(elf_getscn(elf_.get(), index), cap);
+    }
+
+    // The data of `section`, read whole, or nullptr when it does not fit.
+    Elf_Data *section_data(Elf_Scn *section, size_t cap) const
+    {
+        return section_fits(section, cap) ? elf_getdata(section, nullptr) : nullptr;
     }
 
     // The file offset of link-time `address` within a loaded segment's file
@@ -91,6 +100,7 @@ private:
         void operator()(Elf *elf) const { elf_end(elf); }
     };
     UniqueFd fd_;
+    size_t size_ = 0;
     std::unique_ptr<Elf, ElfDeleter> elf_;
 };
 

@@ -11,7 +11,10 @@ std::optional<GElf_Sym> find_symbol(const ElfFile &elf, const char *name)
         if (!gelf_getshdr(section, &header) ||
             (header.sh_type != SHT_DYNSYM && header.sh_type != SHT_SYMTAB) || !header.sh_entsize)
             continue;
-        Elf_Data *data = elf.section_data(section, kMaxSymbolTableBytes);
+        // Its names too are read whole, by elf_strptr.
+        Elf_Data *data = elf.section_fits(header.sh_link, kMaxSymbolTableBytes)
+                             ? elf.section_data(section, kMaxSymbolTableBytes)
+                             : nullptr;
         for (size_t i = 0; data && i < header.sh_size / header.sh_entsize; ++i) {
             GElf_Sym symbol;
             const char *symbol_name;
