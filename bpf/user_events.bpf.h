@@ -111,8 +111,9 @@ static __always_inline __u8 usdt_string_argument(__u32 event_id)
 }
 
 /* Any USDT probe of a traced process. The stream gives each PROVIDER:NAME an
- * event type id and attaches with it as the BPF cookie; the payload is the
- * probe's arguments, each a little-endian 64-bit value, in order. */
+ * event type id, kept in the site's layout (usdt_specs, found through the
+ * attach cookie); the payload is the probe's arguments, each a little-endian
+ * 64-bit value, in order. */
 SEC("uprobe")
 int usdt_event(struct pt_regs *ctx)
 {

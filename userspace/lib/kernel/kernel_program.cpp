@@ -309,18 +309,25 @@ int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std:
         return ENOSPC;
     if (!descriptors_left_for(sites.size()))
         return EMFILE;
-    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> attached;
+    // Every site's layout first: a site that cannot be read costs no
+    // attachment of the others (a detach costs the kernel two RCU grace
+    // periods each).
+    std::vector<uint32_t> indexes;
     for (const UsdtProbe *site : sites) {
         int err = 0;
         auto index = spec_index(*site, event_id, err);
         if (!index)
             return err;
+        indexes.push_back(*index);
+    }
+    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> attached;
+    for (size_t i = 0; i < sites.size(); ++i) {
         // By offsets computed from our own read of the file: libbpf opens
         // no traced file (a file truncated under a mapping reader faults it).
-        LIBBPF_OPTS(bpf_uprobe_opts, options, .ref_ctr_offset = size_t(site->semaphore_offset),
-                    .bpf_cookie = *index);
+        LIBBPF_OPTS(bpf_uprobe_opts, options, .ref_ctr_offset = size_t(sites[i]->semaphore_offset),
+                    .bpf_cookie = indexes[i]);
         bpf_link *link = bpf_program__attach_uprobe_opts(program, pid, binary.c_str(),
-                                                         size_t(*site->site_offset), &options);
+                                                         size_t(*sites[i]->site_offset), &options);
         if (!link)
             return errno_from(-errno);
         attached.emplace_back(link);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <functional>
+#include <limits>
 
 #include "usdt/pending_libraries.hpp"
 #include "util/elf_file.hpp"
@@ -100,18 +101,29 @@ ProbeAttacher::probes_of(const FileId &file, const std::string &path, int &resou
     return kept;
 }
 
+// Each object counts the traced processes that map it: a process's scan
+// changes only its own objects' counts.
 void ProbeAttacher::remember_mapped(pid_t pid, std::set<FileId> files)
 {
-    mapped_[pid] = std::move(files);
-    std::set<FileId> anywhere;
-    for (const auto &[_, mapped] : mapped_)
-        anywhere.insert(mapped.begin(), mapped.end());
-    std::erase_if(notes_, [&](const auto &entry) { return !anywhere.count(entry.first); });
-    // An object gone whose probes were not attached is scanned anew if it
-    // comes back; one with attachments stays scanned (its uprobes stay).
-    std::erase_if(scanned_, [&](const Placement &placement) {
-        return !anywhere.count(placement.file) && !with_links_.count(placement);
-    });
+    std::set<FileId> &before = mapped_[pid];
+    for (const FileId &file : files)
+        if (!before.count(file))
+            ++mappers_[file];
+    for (const FileId &file : before)
+        if (!files.count(file) && --mappers_[file] == 0)
+            forget_object(file);
+    before = std::move(files);
+}
+
+// An object gone whose probes were not attached is scanned anew if it
+// comes back; one with attachments stays scanned (its uprobes stay).
+void ProbeAttacher::forget_object(const FileId &file)
+{
+    mappers_.erase(file);
+    notes_.erase(file);
+    for (auto at = scanned_.lower_bound(Placement{file, std::numeric_limits<pid_t>::min()});
+         at != scanned_.end() && at->file == file;)
+        at = with_links_.count(*at) ? std::next(at) : scanned_.erase(at);
 }
 
 const std::vector<std::string> &ProbeAttacher::pending_libraries_of(pid_t pid)
@@ -151,19 +163,27 @@ int ProbeAttacher::for_each_object(pid_t pid, const std::function<int(const Mapp
         }
         return visit(MappedObject{std::move(*file), {file_id, scope_of(pid)}, std::move(probes)});
     };
+    // Cut short by an error, the scan saw only some objects: the others are
+    // kept as mapped until a whole scan says otherwise.
+    auto stop = [&](int err) {
+        if (auto before = mapped_.find(pid); before != mapped_.end())
+            seen.insert(before->second.begin(), before->second.end());
+        remember_mapped(pid, std::move(seen));
+        return err;
+    };
     auto mappings = list_mapped_executables(pid);
     for (const auto &mapping : mappings) {
         errno = 0;
         if (int err = visit_file(open_mapping(pid, mapping.start, mapping.end, mapping.name),
                                  mapping.name))
-            return err;
+            return stop(err);
     }
     if (mappings.empty())
         return ESRCH;
     for (const auto &path : pending_libraries_of(pid)) {
         errno = 0;
         if (int err = visit_file(open_in_root(pid, path), path))
-            return err;
+            return stop(err);
     }
     remember_mapped(pid, std::move(seen));
     return visited ? 0 : ESRCH;

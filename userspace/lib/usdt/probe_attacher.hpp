@@ -102,6 +102,7 @@ private:
     // process that loads and deletes libraries without end costs the tracer
     // no memory for those gone.
     void remember_mapped(pid_t pid, std::set<FileId> files);
+    void forget_object(const FileId &file);
     int attach_fixed_probes(const MappedObject &object, std::optional<FileId> interpreter);
     int attach_spec(const MappedObject &object, const std::string &spec, bool &matched,
                     size_t &attached);
@@ -113,6 +114,7 @@ private:
     std::vector<std::string> specs_;
     std::map<FileId, std::shared_ptr<const std::vector<UsdtProbe>>> notes_;
     std::map<pid_t, std::set<FileId>> mapped_; // by each traced process, at its last refresh
+    std::map<FileId, size_t> mappers_;         // how many of them map each
     std::set<Placement> scanned_;
     std::set<Placement> with_links_; // objects with a probe attached: scanned for good
     std::set<std::pair<Placement, std::string>> usdt_attached_; // (object, PROVIDER:NAME)
