@@ -10,8 +10,13 @@
 #include <trace.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "log_support.hpp"
 #include "test_support.hpp"
@@ -78,4 +83,41 @@ TEST_CASE("exec: a signal handler execs while its thread holds the stream's lock
         TempFile file;
         CHECK(run_in_child(file.fd()) == kExeced);
     }
+}
+
+namespace {
+
+// The signals blocked in each of this process's threads named one of `names`.
+std::vector<uint64_t> blocked_in_threads_named(const std::vector<std::string> &names)
+{
+    std::vector<uint64_t> masks;
+    for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        if (!std::getline(comm, name) || std::find(names.begin(), names.end(), name) == names.end())
+            continue;
+        std::ifstream status(task.path() / "status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("SigBlk:", 0) == 0)
+                masks.push_back(std::stoull(line.substr(7), nullptr, 16));
+    }
+    return masks;
+}
+
+} // namespace
+
+// A process-directed signal goes to any thread that does not block it: on
+// the drain or the log writer, a handler that execs would wait for that very
+// thread to flush the log.
+TEST_CASE("exec: the library's own threads take no signal of the application's", "[exec][signal]")
+{
+    TempFile file;
+    StreamGuard stream = make_logged_stream(file.fd(), nullptr);
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    auto masks = blocked_in_threads_named({"posixtrace-drn", "posixtrace-log"});
+    REQUIRE(masks.size() >= 2); // the drain and the log writer
+    for (uint64_t mask : masks)
+        for (int signal : {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,
+                           SIGCHLD, SIGSEGV, SIGRTMIN + 1})
+            CHECK((mask >> (signal - 1) & 1) == 1);
 }

@@ -1,7 +1,10 @@
 #pragma once
+#include <pthread.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -85,6 +88,23 @@ private:
     private:
         uint64_t serial_;
     };
+    // Every signal blocked in the calling thread while it lives (a thread
+    // it creates meanwhile inherits the mask).
+    class SignalsBlocked {
+    public:
+        SignalsBlocked()
+        {
+            sigset_t all;
+            sigfillset(&all);
+            pthread_sigmask(SIG_BLOCK, &all, &before_);
+        }
+        ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+        SignalsBlocked(const SignalsBlocked &) = delete;
+        SignalsBlocked &operator=(const SignalsBlocked &) = delete;
+
+    private:
+        sigset_t before_;
+    };
     static uint64_t now_ns();
     static uint64_t next_serial();
     static void set_name(std::jthread &thread, const char *name);
@@ -95,13 +115,20 @@ template <class Body> LibraryThreads::Thread LibraryThreads::start(const char *n
 {
     uint64_t serial = next_serial();
     uint64_t spawned_ns = now_ns(); // before the clone: its td_create comes after
-    std::jthread thread(
-        [serial, name, spawned_ns, body = std::move(body)](std::stop_token stop) mutable {
-            Membership member(serial, name, spawned_ns);
-            body(stop);
-        });
-    set_name(thread, name);
-    return Thread(std::move(thread), serial);
+    // Born with every signal blocked: a handler of the application's that
+    // ran on the library's thread could wait for that very thread (an exec
+    // that flushes the log waits for the drain), or take the locks it holds.
+    std::optional<std::jthread> thread;
+    {
+        SignalsBlocked blocked;
+        thread.emplace(
+            [serial, name, spawned_ns, body = std::move(body)](std::stop_token stop) mutable {
+                Membership member(serial, name, spawned_ns);
+                body(stop);
+            });
+    }
+    set_name(*thread, name);
+    return Thread(std::move(*thread), serial);
 }
 
 } // namespace posixtrace
