@@ -407,3 +407,39 @@ TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]"
     close(fds[0]);
     CHECK(read_bytes > 2000 * 100);
 }
+
+// An APPEND log keeps its blocks through posix_trace_clear; when their write
+// fails afterwards, the events in them were cleared already: no loss of the
+// cleared stream, and no count taken from what it recorded since.
+TEST_CASE("clear: a pipe log that fails after the clear leaves the cleared counters whole",
+          "[log]")
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 1u << 20) == 0);
+    StreamGuard stream = make_logged_stream(fds[1], &a.attr);
+    close(fds[1]);
+    trace_event_id_t id = user_event("log.cleared");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    emit_numbered(id, 2000); // about 300 KB: more than the pipe holds
+    REQUIRE(posix_trace_flush(stream.get()) == 0);
+    posix_trace_status_info status{};
+    REQUIRE(posix_trace_get_status(stream.get(), &status) == 0);
+    REQUIRE(status.posix_stream_flush_status == POSIX_TRACE_FLUSHING);
+
+    CHECK(posix_trace_clear(stream.get()) == 0);
+    close(fds[0]); // the blocked write fails, and every block after it
+    status = status_when(stream.get(), flush_ended);
+    REQUIRE(status.posix_stream_flush_status == POSIX_TRACE_NOT_FLUSHING);
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    uint64_t unwritten = 0;
+    REQUIRE(posix_trace_get_unwritten_events(stream.get(), &unwritten) == 0);
+    CAPTURE(counters.recorded, counters.lost_in_stream, unwritten);
+    CHECK(counters.recorded < 100); // the error event, and the library's own
+    CHECK(unwritten == 0);
+    CHECK(counters.lost_in_stream == 0);
+    CHECK(stream.shutdown() == EIO);
+}

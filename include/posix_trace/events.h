@@ -110,9 +110,9 @@ struct posix_trace_counters {
 };
 int posix_trace_get_counters(trace_id_t trid, struct posix_trace_counters *counters);
 
-/* Where those losses come from. The first three add up to lost_in_kernel,
- * the last four to lost_in_stream. Returns EINVAL for a bad trid or a NULL
- * pointer. */
+/* Where those losses come from. The first three add up to lost_in_kernel;
+ * the last three, with posix_trace_get_unwritten_events(), to
+ * lost_in_stream. Returns EINVAL for a bad trid or a NULL pointer. */
 struct posix_trace_loss_counters {
     uint64_t ring_full;           /* a per-CPU BPF ring, or a thread's lane (the user
                                      events of a stream's own process), had no room */
@@ -132,8 +132,9 @@ struct posix_trace_loss_counters {
                                      a clock breaking its argument could cause it: 0 */
 };
 int posix_trace_get_loss_counters(trace_id_t trid, struct posix_trace_loss_counters *losses);
-/* The events lost in the stream (lost_in_stream) because they were handed
- * to its trace log after a write to it had failed (posix_trace_error): not
+/* The events lost in the stream (part of lost_in_stream) because its trace
+ * log could not take them: in the block whose write failed, in a later
+ * block, or flushed after the failure (posix_trace_error tells when). Not
  * in the log. Apart from the struct above, whose size programs built
  * against earlier versions rely on. 0, or EINVAL (bad trid, NULL). */
 int posix_trace_get_unwritten_events(trace_id_t trid, uint64_t *events);

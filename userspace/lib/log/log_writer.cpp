@@ -405,6 +405,19 @@ uint64_t LogWriter::take_unwritten_events()
     return std::exchange(unwritten_events_, 0);
 }
 
+void LogWriter::forget_unwritten_events()
+{
+    std::lock_guard lock(mutex_);
+    unwritten_events_ = 0;
+    counted_from_ticket_ = next_ticket_;
+}
+
+void LogWriter::count_unwritten_locked(const PendingBlock &block)
+{
+    if (block.ticket >= counted_from_ticket_)
+        unwritten_events_ += block.events;
+}
+
 bool LogWriter::full() const
 {
     std::lock_guard lock(mutex_);
@@ -519,7 +532,7 @@ void LogWriter::write_block(PendingBlock &block)
     {
         std::lock_guard lock(mutex_);
         if (first_error_) { // the log ended at the failed block: keep it readable
-            unwritten_events_ += block.events;
+            count_unwritten_locked(block);
             return;
         }
     }
@@ -527,7 +540,7 @@ void LogWriter::write_block(PendingBlock &block)
     std::lock_guard lock(mutex_);
     if (err) {
         note_error(err);
-        unwritten_events_ += block.events;
+        count_unwritten_locked(block);
         return;
     }
     end_offset_ = offset + bytes.size();

@@ -78,6 +78,9 @@ public:
     // Events of the blocks a write error kept out of the log (the failed
     // block and every later one) since the last call.
     uint64_t take_unwritten_events();
+    // posix_trace_clear: the events handed over until now were cleared, so
+    // a block of theirs that fails later is no loss of the stream's.
+    void forget_unwritten_events();
     bool full() const;
     bool take_overrun(); // LOOP overwrote a slot since the last call
     uint64_t events_written() const;
@@ -115,6 +118,7 @@ private:
     void write_block(PendingBlock &block);
     int write_at(uint64_t offset, const uint8_t *bytes, size_t length);
     void note_error(int err);
+    void count_unwritten_locked(const PendingBlock &block);
 
     Attributes attributes_{};
     Layout layout_;
@@ -141,6 +145,7 @@ private:
     uint64_t end_offset_ = 0; // sequential: where the next block goes
     uint64_t events_written_ = 0;
     uint64_t unwritten_events_ = 0; // since take_unwritten_events()
+    uint64_t counted_from_ticket_ = 0; // earlier blocks were cleared
     int first_error_ = 0;
     int flush_error_ = 0;
     bool full_ = false;

@@ -344,7 +344,10 @@ int Stream::clear()
     unwritten_ = 0;
     // POSIX: the log is reset too. The flushes so far end with it: their
     // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
-    // it has: reset() says so with an error.)
+    // it has: reset() says so with an error; a write of its blocks that
+    // fails later must not count the cleared events lost.)
+    if (log_)
+        log_->forget_unwritten_events();
     if (log_ && log_->reset() == 0) {
         flushes_.clear();
         log_error_reported_ = false; // the failed write went with the blocks

@@ -28,7 +28,10 @@ int Stream::flush()
     flush_locked(lock, now); // what the kernel recorded until now is in the stream
     if (shut_down_)
         return EINVAL;
-    move_to_log_locked();
+    if (!move_to_log_locked()) { // the log failed meanwhile: no flush started
+        update_readable_locked();
+        return log_->first_error();
+    }
     // After what the flush took (it may hold events stamped after `now`).
     note_flush_start_locked(std::max<uint64_t>(now, merger_.last_delivered_ns()));
     if (auto_stopped_)
