@@ -48,27 +48,7 @@ const char *const kPython = "/usr/bin/python3.11";
 
 // ---- running programs -------------------------------------------------------
 
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
-public:
-    TempDir()
-    {
-        char name[] = "/tmp/posixtrace-export-XXXXXX";
-        REQUIRE(mkdtemp(name) != nullptr);
-        path_ = name;
-    }
-    ~TempDir()
-    {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    TempDir(const TempDir &) = delete;
-    TempDir &operator=(const TempDir &) = delete;
-    std::string operator/(const std::string &name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using test_support::TempDir;
 
 inline std::vector<std::string> split(const std::string &line, char separator)
 {

@@ -411,8 +411,7 @@ TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]"
 // An APPEND log keeps its blocks through posix_trace_clear; when their write
 // fails afterwards, the events in them were cleared already: no loss of the
 // cleared stream, and no count taken from what it recorded since.
-TEST_CASE("clear: a pipe log that fails after the clear leaves the cleared counters whole",
-          "[log]")
+TEST_CASE("clear: a pipe log that fails after the clear leaves the cleared counters whole", "[log]")
 {
     int fds[2];
     REQUIRE(pipe(fds) == 0);

@@ -3,11 +3,15 @@
 // gives the right ids and data, never values read from the wrong places.
 #include <catch2/catch.hpp>
 #include <elf.h>
+#include <fcntl.h>
+#include <posix_trace/usdt.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -108,4 +112,55 @@ TEST_CASE("probe sites: a sparse 8 GiB section is refused, not read", "[usdt][se
     REQUIRE(result);     // within a second
     CHECK(*result != 1); // refused
     CHECK(*result != 2); // without reading it into memory
+}
+
+// The tracer opens and parses each file a traced process maps executable; a
+// process can map tens of thousands. Past POSIX_TRACE_USDT_MAX_OBJECTS the
+// others are not looked at, and the stream says so.
+TEST_CASE("probe sites: a process mapping more objects than the tracer reads is told unattached",
+          "[usdt][security]")
+{
+    TempDir dir;
+    std::string library = dir / "lib0.so";
+    std::filesystem::copy_file(helper_path("libabuselib.so"), library);
+    constexpr int kNames = POSIX_TRACE_USDT_MAX_OBJECTS + 100; // one file, many names
+    for (int i = 1; i < kNames; ++i)
+        REQUIRE(link(library.c_str(), (dir / ("lib" + std::to_string(i) + ".so")).c_str()) == 0);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        for (int i = 0; i < kNames; ++i) {
+            int fd = open((dir / ("lib" + std::to_string(i) + ".so")).c_str(), O_RDONLY);
+            if (fd < 0 ||
+                mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+                _exit(1);
+            close(fd);
+        }
+        char byte = 1;
+        if (write(ready[1], &byte, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char byte = 0;
+    bool mapped = read(ready[0], &byte, 1) == 1;
+    close(ready[0]);
+
+    trace_id_t trid;
+    size_t attached = 0, objects = 0;
+    int first_error = 0;
+    if (mapped && posix_trace_create(child, nullptr, &trid) == 0) {
+        CHECK(posix_trace_usdt_attach(trid, "abuselib:fire", &attached) == 0);
+        CHECK(posix_trace_usdt_unattached(trid, &objects, &first_error) == 0);
+        CHECK(posix_trace_shutdown(trid) == 0);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    REQUIRE(mapped);
+    CHECK(attached == 1); // the one file, seen under its first names
+    CHECK(objects == 1);
+    CHECK(first_error == ENOSPC);
 }

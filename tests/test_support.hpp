@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <optional>
@@ -28,6 +29,28 @@ namespace test_support {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+public:
+    TempDir()
+    {
+        char name[] = "/tmp/posixtrace-test-XXXXXX";
+        REQUIRE(mkdtemp(name) != nullptr);
+        path_ = name;
+    }
+    ~TempDir()
+    {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir &) = delete;
+    TempDir &operator=(const TempDir &) = delete;
+    std::string operator/(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
 
 inline double ms_between(Clock::time_point a, Clock::time_point b)
 {

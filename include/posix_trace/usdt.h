@@ -74,9 +74,12 @@ int posix_trace_usdt_decode_string(trace_id_t trid, const char *probe, unsigned 
  * dlopen) whose probes the stream could not all attach: their events are
  * not recorded. `first_error` says why: EMFILE (out of descriptors), ENOSPC
  * (the stream's POSIX_TRACE_USDT_MAX_SITES probe sites, or its event type
- * ids, are used up), or the kernel's error. Either pointer may be NULL.
- * Returns 0; EINVAL (bad trid). */
+ * ids, are used up, or the process maps more than
+ * POSIX_TRACE_USDT_MAX_OBJECTS executable files: the others, counted as
+ * one, are not looked at), or the kernel's error. Either pointer may be
+ * NULL. Returns 0; EINVAL (bad trid). */
 #define POSIX_TRACE_USDT_MAX_SITES 4096
+#define POSIX_TRACE_USDT_MAX_OBJECTS 4096
 int posix_trace_usdt_unattached(trace_id_t trid, size_t *objects, int *first_error);
 
 #ifdef __cplusplus

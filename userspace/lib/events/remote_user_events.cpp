@@ -57,14 +57,15 @@ std::optional<Mapping> mapping_base(pid_t pid, const std::string &object)
     std::optional<Mapping> first;
     for_each_line("/proc/" + std::to_string(pid) + "/maps", [&](std::string_view line) {
         auto slash = line.find('/');
-        if (first || slash == std::string::npos || line.substr(slash) != object)
-            return;
+        if (slash == std::string::npos || line.substr(slash) != object)
+            return true;
         unsigned long start = 0, end = 0, offset = 0;
         char perms[8];
         if (std::sscanf(std::string(line).c_str(), "%lx-%lx %7s %lx", &start, &end, perms,
                         &offset) == 4 &&
             offset == 0)
             first = Mapping{start, end};
+        return !first;
     });
     return first;
 }

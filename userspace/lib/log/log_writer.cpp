@@ -91,7 +91,7 @@ void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
     size_t slot = std::clamp(log_size / 4 / kPageSize * kPageSize,
                              round_up(largest_event, kPageSize), kMaxLoopSlot);
     size_t slot_for_slot_limit =
-        round_up((log_size + kMaxLoopSlots - 1) / kMaxLoopSlots, kPageSize);
+        round_up(log_size / kMaxLoopSlots + (log_size % kMaxLoopSlots != 0), kPageSize);
     slot = std::max(slot, std::min<size_t>(slot_for_slot_limit, kMaxLoopSlotSize));
     if (2 * slot > log_size)
         slot = log_size / 2 / 8 * 8;
@@ -123,8 +123,8 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
     writer->named_in_block_.assign(POSIX_TRACE_EVENT_ID_LIMIT, 0);
     writer->start_block();
     LogWriter *self = writer.get();
-    writer->writer_ = LibraryThreads::start("posixtrace-log",
-                                            [self](std::stop_token stop) { self->write_loop(stop); });
+    writer->writer_ = LibraryThreads::start(
+        "posixtrace-log", [self](std::stop_token stop) { self->write_loop(stop); });
     out = std::move(writer);
     return 0;
 }
@@ -481,8 +481,8 @@ int LogWriter::forget_written_blocks()
             0) {
             std::vector<uint8_t> zeros(layout_.slot_size, 0);
             for (uint64_t slot = 0; slot < layout_.slot_count; ++slot)
-                if (int err = write_at(layout_.data_offset + slot * layout_.slot_size,
-                                       zeros.data(), zeros.size()))
+                if (int err = write_at(layout_.data_offset + slot * layout_.slot_size, zeros.data(),
+                                       zeros.size()))
                     return err;
         }
     } else if (ftruncate(fd_.get(), blocks_at) != 0) {

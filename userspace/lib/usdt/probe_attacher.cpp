@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -171,7 +172,11 @@ int ProbeAttacher::for_each_object(pid_t pid, const std::function<int(const Mapp
         remember_mapped(pid, std::move(seen));
         return err;
     };
-    auto mappings = list_mapped_executables(pid);
+    static_assert(kMaxMappedExecutables == POSIX_TRACE_USDT_MAX_OBJECTS);
+    bool cut_short = false;
+    auto mappings = list_mapped_executables(pid, &cut_short);
+    if (cut_short) // the objects past the limit are not looked at
+        note_unattached(scope_of(pid), "(more mapped objects)", ENOSPC);
     for (const auto &mapping : mappings) {
         errno = 0;
         if (int err = visit_file(open_mapping(pid, mapping.start, mapping.end, mapping.name),

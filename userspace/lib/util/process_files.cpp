@@ -63,25 +63,33 @@ std::optional<ProcessFile> open_mapping(pid_t pid, uint64_t start, uint64_t end,
     return std::nullopt;
 }
 
-std::vector<MappedExecutable> list_mapped_executables(pid_t pid)
+std::vector<MappedExecutable> list_mapped_executables(pid_t pid, bool *cut_short)
 {
     std::vector<MappedExecutable> mappings;
     std::set<std::string> seen;
+    bool more = false;
     for_each_line(proc_of(pid) + "/maps", [&](std::string_view line) {
         auto slash = line.find('/');
         auto range_end = line.find(' ');
         if (slash == std::string::npos || range_end == std::string::npos ||
             range_end + 3 >= line.size() || line[range_end + 3] != 'x')
-            return;
+            return true;
         std::string name(line.substr(slash));
-        if (name.ends_with(" (deleted)"))
-            return;
+        if (name.ends_with(" (deleted)") || seen.contains(name))
+            return true;
         unsigned long start = 0, end = 0;
-        if (std::sscanf(std::string(line).c_str(), "%lx-%lx", &start, &end) != 2 ||
-            !seen.insert(name).second)
-            return;
+        if (std::sscanf(std::string(line).c_str(), "%lx-%lx", &start, &end) != 2)
+            return true;
+        if (mappings.size() == kMaxMappedExecutables) {
+            more = true;
+            return false;
+        }
+        seen.insert(name);
         mappings.push_back({start, end, std::move(name)});
+        return true;
     });
+    if (cut_short)
+        *cut_short = more;
     return mappings;
 }
 

@@ -41,9 +41,14 @@ struct MappedExecutable {
     std::string name;
 };
 
+// A process may map tens of thousands of files, each of which the tracer
+// would open and parse: only the first ones are listed.
+constexpr size_t kMaxMappedExecutables = 4096;
+
 // The files `pid` maps executable, in map order (the executable first), one
-// mapping each; deleted files are left out.
-std::vector<MappedExecutable> list_mapped_executables(pid_t pid);
+// mapping each, at most kMaxMappedExecutables; deleted files are left out.
+// `cut_short` (may be null) tells whether there were more.
+std::vector<MappedExecutable> list_mapped_executables(pid_t pid, bool *cut_short = nullptr);
 
 // The same files, each opened as the very file mapped: through /proc/PID/map_files, which walks
 // no path (it needs CAP_SYS_ADMIN); without it, its maps name resolved

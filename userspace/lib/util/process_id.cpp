@@ -10,7 +10,10 @@ namespace {
 
 std::atomic<pid_t> cached_pid{0};
 
-void refresh() { cached_pid.store(getpid(), std::memory_order_relaxed); }
+void refresh()
+{
+    cached_pid.store(getpid(), std::memory_order_relaxed);
+}
 
 const bool registered = [] {
     refresh();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/unique_fd.hpp"
@@ -38,12 +39,13 @@ public:
         }
         text_.append(piece);
     }
-    void pass_on(const std::function<void(std::string_view)> &on_line)
+    // What on_line says: go on reading.
+    bool pass_on(const LineVisitor &on_line)
     {
-        if (!too_long_)
-            on_line(text_);
+        bool go_on = too_long_ || on_line(text_);
         text_.clear();
         too_long_ = false;
+        return go_on;
     }
     bool empty() const { return text_.empty() && !too_long_; }
 
@@ -59,17 +61,17 @@ std::optional<std::string> read_text_file(const std::string &path, size_t limit)
     UniqueFd fd = open_for_reading(path);
     if (!fd)
         return std::nullopt;
-    std::string text(limit, '\0');
-    size_t filled = 0;
-    while (filled < limit) {
-        ssize_t got = read_some(fd.get(), text.data() + filled, limit - filled);
+    // Grown as read: most files are far shorter than their limit.
+    std::string text;
+    char chunk[16384];
+    while (text.size() < limit) {
+        ssize_t got = read_some(fd.get(), chunk, std::min(sizeof chunk, limit - text.size()));
         if (got < 0)
             return std::nullopt;
         if (got == 0)
             break;
-        filled += size_t(got);
+        text.append(chunk, size_t(got));
     }
-    text.resize(filled);
     return text;
 }
 
@@ -79,8 +81,7 @@ std::string read_first_line(const std::string &path)
     return text.substr(0, text.find('\n'));
 }
 
-bool for_each_line(const std::string &path,
-                   const std::function<void(std::string_view line)> &on_line)
+bool for_each_line(const std::string &path, const LineVisitor &on_line)
 {
     UniqueFd fd = open_for_reading(path);
     if (!fd)
@@ -97,7 +98,8 @@ bool for_each_line(const std::string &path,
         for (size_t newline; (newline = rest.find('\n')) != std::string_view::npos;
              rest.remove_prefix(newline + 1)) {
             line.append(rest.substr(0, newline));
-            line.pass_on(on_line);
+            if (!line.pass_on(on_line))
+                return true;
         }
         line.append(rest);
     }

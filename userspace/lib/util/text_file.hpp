@@ -26,13 +26,16 @@ std::string read_first_line(const std::string &path);
 // A line of /proc/PID/maps is at most PATH_MAX bytes of path and its fields.
 constexpr size_t kLongestTextLineBytes = 8192;
 
+// Called with each line; returns false to read no further.
+using LineVisitor = std::function<bool(std::string_view line)>;
+
 // Calls `on_line` with each line of the file at `path`, its newline left
 // out, in order, however long the file (a hostile process's maps can be
-// hundreds of megabytes): it is read in chunks and only the current line is
-// kept. A line longer than kLongestTextLineBytes is skipped whole, never
-// passed on cut. False if the file cannot be opened, or a read fails (the
-// lines before that were passed on).
-bool for_each_line(const std::string &path,
-                   const std::function<void(std::string_view line)> &on_line);
+// hundreds of megabytes), until it returns false: the file is read in
+// chunks and only the current line is kept. A line longer than
+// kLongestTextLineBytes is skipped whole, never passed on cut. False if the
+// file cannot be opened, or a read fails (the lines before that were passed
+// on).
+bool for_each_line(const std::string &path, const LineVisitor &on_line);
 
 } // namespace posixtrace
