@@ -51,3 +51,21 @@ cc $small -fPIE -pie -Wl,-e,seed -Wl,--dynamic-linker=/lib64/ld-linux-x86-64.so.
     -o "$notes/executable" fuzz/notes_seed.c
 strip --strip-debug "$notes/library.so" "$notes/executable"
 ls -l "$notes"
+
+# And a small /etc/ld.so.cache (the same bytes go to the cache's parser): two
+# x86-64 libraries, the new format, with its header and string table.
+python3 - "$notes/ld.so.cache" <<'PY'
+import struct, sys
+names = [(b"libfoo.so.1", b"/usr/lib/x86_64-linux-gnu/libfoo.so.1"),
+         (b"libbar.so.2", b"/lib/libbar.so.2")]
+header, entry = 48, 24
+strings, offsets = b"", []
+base = header + entry * len(names)
+for soname, path in names:
+    offsets.append((base + len(strings), base + len(strings) + len(soname) + 1))
+    strings += soname + b"\0" + path + b"\0"
+out = b"glibc-ld.so.cache1.1" + struct.pack("<IIB3xI12x", len(names), len(strings), 2, 0)
+for key, value in offsets:
+    out += struct.pack("<iIIIQ", 0x0303, key, value, 0, 0)
+open(sys.argv[1], "wb").write(out + strings)
+PY

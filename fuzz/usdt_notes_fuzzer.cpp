@@ -38,7 +38,7 @@ void check_probes(const std::vector<posixtrace::UsdtProbe> &probes, size_t size)
         FUZZ_CHECK(parsed ? parsed->size() == probe.parsed.size() : probe.parsed.empty());
         // A site is attached where the file holds it, never past its end.
         FUZZ_CHECK(!probe.site_offset || *probe.site_offset < size);
-        FUZZ_CHECK(!probe.semaphore_offset || probe.semaphore_offset < size);
+        FUZZ_CHECK(!probe.semaphore_offset || probe.semaphore_offset + 2 <= size);
         for (const auto &argument : probe.parsed)
             FUZZ_CHECK(argument.kind == posixtrace::UsdtArgument::Kind::Constant ||
                        !argument.reg.empty());
@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(interpreter.size() < size || interpreter.empty());
     uint64_t value = 0, first_load = 0;
     posixtrace::symbol_and_first_load(path, posixtrace::kUserEventTableSymbol, value, first_load);
-    posixtrace::symbol_file_offset(path, "_dl_debug_state");
+    auto hook = posixtrace::symbol_file_offset(path, "_dl_debug_state");
+    FUZZ_CHECK(!hook || *hook < size);
     if (auto dynamic = posixtrace::read_elf_dynamic(fd)) {
         FUZZ_CHECK(dynamic->needed.size() <= 1024);
         for (const auto &name : dynamic->needed)

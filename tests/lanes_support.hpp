@@ -38,6 +38,15 @@ inline void emit_numbered(trace_event_id_t id, int thread, int sequence)
     posix_trace_event(id, &data, sizeof data);
 }
 
+// 0, 1, ... count - 1: a thread's sequence when nothing was lost.
+inline std::vector<int> sequence_up_to(int count)
+{
+    std::vector<int> sequence(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i)
+        sequence[size_t(i)] = i;
+    return sequence;
+}
+
 // Events of `id`, each thread's sequence numbers in the order read.
 inline std::map<int, std::vector<int>> sequences_of(const std::vector<Event> &events,
                                                     trace_event_id_t id)

@@ -249,20 +249,15 @@ LoggedEvents read_log(const std::string &log)
     return events;
 }
 
-// A directory of `count` distinct copies libabuse-N.so, the first `probed`
+// In `directory`, `count` distinct copies libabuse-N.so, the first `probed`
 // of `probed_library` (abuselib: with its probe), the others of plainlib:
 // each file is another object for the tracer to read and attach in.
-std::filesystem::path library_copies(int count, int probed,
-                                     const char *probed_library = "libabuselib.so")
+void library_copies(const TempDir &directory, int count, int probed,
+                    const char *probed_library = "libabuselib.so")
 {
-    namespace fs = std::filesystem;
-    fs::path directory = temp_path("abuse-libraries");
-    fs::remove(directory);
-    fs::create_directory(directory);
     for (int i = 0; i < count; ++i)
-        fs::copy_file(helper_path(i < probed ? probed_library : "libplainlib.so"),
-                      directory / ("libabuse-" + std::to_string(i) + ".so"));
-    return directory;
+        std::filesystem::copy_file(helper_path(i < probed ? probed_library : "libplainlib.so"),
+                                   directory / ("libabuse-" + std::to_string(i) + ".so"));
 }
 
 } // namespace
@@ -435,25 +430,23 @@ TEST_CASE("abuse: a fork storm under --inherit, stopped by Ctrl-C", "[abuse]")
 TEST_CASE("abuse: libraries cut short and written back while the tracer attaches in them",
           "[abuse]")
 {
-    namespace fs = std::filesystem;
     // Notes of most of a megabyte: a reader walking a mapping of the file
     // is still at it when the file is cut, and dies of SIGBUS.
-    fs::path directory = library_copies(100, 100, "libmanynoteslib.so");
-    WatchedRecording recording("--events user", {"truncate", directory.string(), "100"});
+    TempDir directory;
+    library_copies(directory, 100, 100, "libmanynoteslib.so");
+    WatchedRecording recording("--events user", {"truncate", directory.path(), "100"});
     recording.require_clean_end(std::chrono::seconds(120), "100 truncated libraries");
     auto events = read_log(recording.log());
     REQUIRE(events.values["truncate.done"].size() == 1);
     CHECK(events.values["truncate.done"][0] == 100);
-    fs::remove_all(directory);
 }
 
 TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")
 {
-    namespace fs = std::filesystem;
-    fs::path directory = library_copies(1000, 50);
+    TempDir directory;
+    library_copies(directory, 1000, 50);
     {
-        WatchedRecording recording("--events user,usdt",
-                                   {"dlopen", directory.string(), "1000", "3"});
+        WatchedRecording recording("--events user,usdt", {"dlopen", directory.path(), "1000", "3"});
         recording.require_clean_end(std::chrono::seconds(120), "1,000 dlopens");
         INFO(recording.errors());
         CHECK(recording.errors().find("could not all be attached") == std::string::npos);
@@ -476,7 +469,6 @@ TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")
             CHECK(per_round[round] == 50);
         }
     }
-    fs::remove_all(directory);
 }
 
 // A library without probes is read, unloaded and deleted; a library with a
@@ -486,14 +478,11 @@ TEST_CASE("abuse: 1,000 dlopens, 50 of them with probes", "[abuse]")
 // and its events come.
 TEST_CASE("abuse: a new library that gets the inode of a deleted one", "[abuse]")
 {
-    namespace fs = std::filesystem;
-    fs::path directory = temp_path("abuse-reuse");
-    fs::remove_all(directory);
-    fs::create_directory(directory);
-    fs::copy_file(helper_path("libplainlib.so"), directory / "plain.so");
-    fs::copy_file(helper_path("libabuselib.so"), directory / "probed.so");
+    TempDir directory;
+    std::filesystem::copy_file(helper_path("libplainlib.so"), directory / "plain.so");
+    std::filesystem::copy_file(helper_path("libabuselib.so"), directory / "probed.so");
     {
-        WatchedRecording recording("--events user,usdt", {"reuse", directory.string()});
+        WatchedRecording recording("--events user,usdt", {"reuse", directory.path()});
         recording.require_clean_end(std::chrono::seconds(60), "inode reuse");
         INFO(recording.errors());
         auto events = read_log(recording.log());
@@ -511,7 +500,6 @@ TEST_CASE("abuse: a new library that gets the inode of a deleted one", "[abuse]"
         CHECK(fired.back() == 9);
         CHECK(fired.front() <= 3);
     }
-    fs::remove_all(directory);
 }
 
 // Each probe site holds two descriptors. Short of them, the tracer stops
@@ -519,9 +507,10 @@ TEST_CASE("abuse: a new library that gets the inode of a deleted one", "[abuse]"
 // it left out: every library is attached or counted, none silently missing.
 TEST_CASE("abuse: 100 libraries with probes and descriptors for fewer", "[abuse]")
 {
-    std::filesystem::path directory = library_copies(100, 100);
+    TempDir directory;
+    library_copies(directory, 100, 100);
     {
-        WatchedRecording recording("--events user,usdt", {"dlopen", directory.string(), "100", "2"},
+        WatchedRecording recording("--events user,usdt", {"dlopen", directory.path(), "100", "2"},
                                    "ulimit -n 200; ");
         recording.require_clean_end(std::chrono::seconds(120), "100 libraries, 200 descriptors");
         INFO(recording.errors());
@@ -541,5 +530,4 @@ TEST_CASE("abuse: 100 libraries with probes and descriptors for fewer", "[abuse]
         CHECK(per_round[last] > 0);
         CHECK(per_round[last] + std::stol(unattached[1]) == 100);
     }
-    std::filesystem::remove_all(directory);
 }

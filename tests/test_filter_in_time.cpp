@@ -59,8 +59,10 @@ TEST_CASE("filter: an exec'd image's events are filtered by the filter in force 
     posix_trace_eventset_empty(&just_foo);
     posix_trace_eventset_add(foo, &just_foo);
     int status = 0, how = POSIX_TRACE_ADD_EVENTSET;
+    size_t changes = 0;
     while (waitpid(child, &status, WNOHANG) == 0) {
         REQUIRE(posix_trace_set_filter(stream.get(), &just_foo, how) == 0);
+        ++changes;
         how = how == POSIX_TRACE_ADD_EVENTSET ? POSIX_TRACE_SUB_EVENTSET : POSIX_TRACE_ADD_EVENTSET;
         std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
@@ -75,10 +77,12 @@ TEST_CASE("filter: an exec'd image's events are filtered by the filter in force 
     bool foo_admitted = true, settled = false;
     std::map<int, bool> foo_seen;
     std::map<int, bool> judged; // i -> foo i admitted by the filter of its time
+    size_t filter_events = 0;
     for (const Event &event : read_available(stream.get())) {
         trace_event_id_t id = event.info.posix_event_id;
         if (id == POSIX_TRACE_FILTER || id == POSIX_TRACE_OVERFLOW) {
             if (id == POSIX_TRACE_FILTER) {
+                ++filter_events;
                 posix_trace_filter_data change;
                 REQUIRE(event.data.size() == sizeof change);
                 std::memcpy(&change, event.data.data(), sizeof change);
@@ -101,6 +105,10 @@ TEST_CASE("filter: an exec'd image's events are filtered by the filter in force 
         wrong += foo_seen.count(i) != should_be_there;
     }
     INFO(admitted << " foo admitted when made, " << excluded << " excluded");
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CAPTURE(losses.ring_full, losses.overwritten, losses.refused, losses.runs_skipped);
+    CHECK(filter_events == changes); // the judgement saw every change
     CHECK(admitted > 1000);
     CHECK(excluded > 1000);
     CHECK(wrong == 0);

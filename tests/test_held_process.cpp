@@ -34,17 +34,19 @@ class HeldAtExec {
 public:
     HeldAtExec(std::vector<std::string> argv, std::vector<std::string> environment)
     {
+        // Built before the fork: the child of a threaded process may not
+        // allocate (another thread may have held the allocator's lock).
+        std::vector<char *> args, env;
+        for (auto &word : argv)
+            args.push_back(word.data());
+        args.push_back(nullptr);
+        for (auto &entry : environment)
+            env.push_back(entry.data());
+        env.push_back(nullptr);
         pid_ = fork();
         REQUIRE(pid_ >= 0);
         if (pid_ == 0) {
             ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
-            std::vector<char *> args, env;
-            for (auto &word : argv)
-                args.push_back(word.data());
-            args.push_back(nullptr);
-            for (auto &entry : environment)
-                env.push_back(entry.data());
-            env.push_back(nullptr);
             execve(args[0], args.data(), env.data());
             _exit(127);
         }

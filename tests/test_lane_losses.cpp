@@ -5,6 +5,7 @@
 #include <trace.h>
 
 #include <alloca.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,10 +39,7 @@ TEST_CASE("lanes: a call left through siglongjmp loses its own event, counted, a
     posix_trace_loss_counters losses{};
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
 
-    std::vector<int> expected(1000);
-    for (int i = 0; i < 1000; ++i)
-        expected[size_t(i)] = i;
-    CHECK(sequences_of(events, good)[0] == expected);
+    CHECK(sequences_of(events, good)[0] == sequence_up_to(1000));
     check_timestamps_ordered(events);
     if (uprobe_path_forced()) { // the kernel copies nothing, and says so
         CHECK(left == 0);
@@ -64,6 +62,22 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
     std::atomic<int> left{-1};
     std::atomic<bool> done{false};
     std::thread stalled;
+    // Whatever fails below, the other thread is let go and joined: a
+    // joinable std::thread destroyed would abort every later test.
+    struct Release {
+        std::atomic<bool> &done;
+        int *release;
+        std::thread &stalled;
+        ~Release()
+        {
+            done = true;
+            (void)!write(release[1], "x", 1);
+            if (stalled.joinable())
+                stalled.join();
+            close(release[0]);
+            close(release[1]);
+        }
+    } release_at_end{done, release, stalled};
     // The drain gives the record up once the thread blocks in a system call,
     // or once it has run 10 ms of CPU time, without emitting again.
     SECTION("the thread then blocks in a system call")
@@ -85,8 +99,10 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
             }
         });
     }
-    while (left < 0)
+    auto started = std::chrono::steady_clock::now();
+    while (left < 0 && std::chrono::steady_clock::now() - started < std::chrono::seconds(10))
         std::this_thread::yield();
+    REQUIRE(left >= 0);
     for (int i = 0; i < 100; ++i)
         emit_numbered(good, 0, i);
 
@@ -102,11 +118,6 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
     CHECK(losses.ring_full == (uprobe_path_forced() ? 0u : 1u));
     CHECK(left == (uprobe_path_forced() ? 0 : 1));
-    done = true;
-    REQUIRE(write(release[1], "x", 1) == 1);
-    stalled.join();
-    close(release[0]);
-    close(release[1]);
 }
 
 // The child writes its copy of the interrupted record into zeroed pages of
@@ -114,10 +125,17 @@ TEST_CASE("lanes: a thread that left a record unfinished does not hold the strea
 
 namespace {
 
-void spin_for(std::chrono::microseconds duration)
+uint64_t thread_cpu_ns()
 {
-    auto end = std::chrono::steady_clock::now() + duration;
-    while (std::chrono::steady_clock::now() < end) {
+    timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
+}
+
+// Runs for `ns` of this thread's CPU time, however long others hold the CPU.
+void spin_on_cpu_for(uint64_t ns)
+{
+    for (uint64_t end = thread_cpu_ns() + ns; thread_cpu_ns() < end;) {
     }
 }
 
@@ -133,17 +151,14 @@ TEST_CASE("lanes: a record given up is reported before the events its thread mad
     // 60 ms of CPU without a system call: the drain gives the record up.
     for (int i = 0; i < 60; ++i) {
         emit_numbered(good, 0, i);
-        spin_for(std::chrono::milliseconds(1));
+        spin_on_cpu_for(1'000'000);
     }
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     auto events = read_available(stream.get());
     posix_trace_loss_counters losses{};
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
 
-    std::vector<int> expected(60);
-    for (int i = 0; i < 60; ++i)
-        expected[size_t(i)] = i;
-    CHECK(sequences_of(events, good)[0] == expected);
+    CHECK(sequences_of(events, good)[0] == sequence_up_to(60));
     check_timestamps_ordered(events);
     if (uprobe_path_forced()) { // the kernel copies nothing, and says so
         CHECK_FALSE(left);

@@ -25,6 +25,22 @@
 using namespace cli_support;
 using namespace test_support;
 
+namespace {
+
+// The argument layout of the posix_trace:event probe in `file`.
+std::string event_probe_arguments(const std::string &file)
+{
+    std::vector<posixtrace::UsdtProbe> probes;
+    REQUIRE(posixtrace::read_usdt_probes(file, probes) == 0);
+    for (const auto &probe : probes)
+        if (probe.provider == "posix_trace" && probe.name == "event")
+            return probe.arguments;
+    FAIL("no posix_trace:event probe in " << file);
+    return {};
+}
+
+} // namespace
+
 TEST_CASE("probe sites: posix_trace_event of another build is decoded by its own note",
           "[usdt][security]")
 {
@@ -33,6 +49,10 @@ TEST_CASE("probe sites: posix_trace_event of another build is decoded by its own
     auto helper =
         GENERATE(as<std::string>{}, "other_build_events_pinned", "other_build_events_unoptimised");
     INFO(helper);
+    // Read by libposixtrace's own layout, the helper's events would be wrong.
+    std::string helpers = helper_path("");
+    std::string library = helpers.substr(0, helpers.rfind("/tests/")) + "/lib/libposixtrace.so.1";
+    REQUIRE(event_probe_arguments(helper_path(helper.c_str())) != event_probe_arguments(library));
     Run run = run_cli("record --json --events user -- " + helper_path(helper.c_str()));
     REQUIRE(run.status == 0);
     static const std::regex user_event(

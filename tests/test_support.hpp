@@ -47,6 +47,7 @@ public:
     TempDir(const TempDir &) = delete;
     TempDir &operator=(const TempDir &) = delete;
     std::string operator/(const std::string &name) const { return path_ + "/" + name; }
+    const std::string &path() const { return path_; }
 
 private:
     std::string path_;
@@ -177,7 +178,13 @@ inline std::vector<Event> read_available(trace_id_t trid, bool skip_thread_event
 {
     std::vector<Event> events;
     std::vector<unsigned char> buffer(kReadBufferBytes);
-    for (int guard = 0; guard < 100000; ++guard) {
+    // A guard against a stream that never runs dry, far above what any
+    // test's stream holds: reaching it fails the test, never cuts it short.
+    for (int guard = 0;; ++guard) {
+        if (guard == 20'000'000) {
+            FAIL_CHECK("posix_trace_trygetnext_event still had events after " << guard);
+            break;
+        }
         Event event;
         size_t len = 0;
         int unavailable = -1;

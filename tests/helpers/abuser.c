@@ -350,7 +350,10 @@ static int truncated_libraries(const char *directory, int total)
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/libabuse-%d.so", directory, i);
         int fd = open(path, O_RDWR | O_CLOEXEC);
-        ssize_t size = fd >= 0 ? pread(fd, bytes, sizeof bytes, 0) : -1;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size > (off_t)sizeof bytes)
+            return 2; /* written back whole, or not cut at all */
+        ssize_t size = pread(fd, bytes, sizeof bytes, 0);
         void *library = size > 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
         void (*fire)(int) = library ? (void (*)(int))dlsym(library, "abuselib_fire") : NULL;
         if (!fire)

@@ -164,8 +164,9 @@ static void locate_sites(const ElfFile &elf, size_t section_names, std::vector<U
         probe.site_offset = elf.file_offset_of(probe.address + moved, true);
         if (!probe.semaphore)
             continue;
+        // The kernel counts in the semaphore's two bytes: both in the file.
         auto semaphore = elf.file_offset_of(probe.semaphore + moved, false);
-        if (semaphore)
+        if (semaphore && *semaphore + sizeof(uint16_t) <= elf.size())
             probe.semaphore_offset = *semaphore;
         else
             probe.site_offset.reset(); // its guard could not be raised: it would never fire
