@@ -387,6 +387,23 @@ TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lane
     check_one_whole_event(events, id, after, losses);
 }
 
+// fork() copies the page tables of the whole process: in a large process
+// it runs tens of milliseconds of CPU in the kernel, which the drain must
+// not take for a record left busy for good.
+TEST_CASE("lanes: a signal handler whose fork takes long keeps its event", "[lanes]")
+{
+    constexpr size_t kLarge = size_t(2) << 30; // in small pages: about 40 ms of fork here
+    void *large = mmap(nullptr, kLarge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(large != MAP_FAILED);
+    REQUIRE(madvise(large, kLarge, MADV_NOHUGEPAGE) == 0);
+    std::memset(large, 1, kLarge);
+    trace_event_id_t id = user_event("lanes.forked_large"), after = user_event("lanes.after");
+    posix_trace_loss_counters losses{};
+    auto events = emit_through_handler(false, id, after, losses);
+    munmap(large, kLarge);
+    check_one_whole_event(events, id, after, losses);
+}
+
 TEST_CASE("lanes: a signal handler that blocks in the middle of a record keeps its event",
           "[lanes]")
 {

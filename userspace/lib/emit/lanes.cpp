@@ -16,6 +16,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "stream/ring_merger.hpp"
 #include "util/clock.hpp"
@@ -72,9 +73,42 @@ struct ThreadLanes {
     Lane *lane[kNestingLevels];
     const volatile uint64_t *token_at[kNestingLevels];
     uint64_t token[kNestingLevels];
+    // The CPU time this thread spent in fork() (a signal handler may fork
+    // on top of a call): what the kernel spends copying a large process is
+    // no sign of a stalled record. Written before `forking` is cleared.
+    uint64_t fork_cpu_ns;
+    uint64_t fork_started_ns;
+    uint32_t forking;
 };
 constinit thread_local ThreadLanes this_thread_lanes
     __attribute__((tls_model("initial-exec"))) = {};
+
+uint64_t this_thread_cpu_ns()
+{
+    timespec ran;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ran);
+    return uint64_t(ran.tv_sec) * 1'000'000'000 + uint64_t(ran.tv_nsec);
+}
+
+void fork_begins()
+{
+    this_thread_lanes.fork_started_ns = this_thread_cpu_ns();
+    __atomic_store_n(&this_thread_lanes.forking, 1u, __ATOMIC_RELEASE);
+}
+
+void fork_ended_in_parent()
+{
+    ThreadLanes &me = this_thread_lanes;
+    __atomic_store_n(&me.fork_cpu_ns, me.fork_cpu_ns + (this_thread_cpu_ns() - me.fork_started_ns),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&me.forking, 0u, __ATOMIC_RELEASE);
+}
+
+const bool forks_watched = [] {
+    pthread_atfork(fork_begins, fork_ended_in_parent,
+                   [] { __atomic_store_n(&this_thread_lanes.forking, 0u, __ATOMIC_RELAXED); });
+    return true;
+}();
 
 // ---- the emit path -------------------------------------------------------
 
@@ -398,9 +432,9 @@ bool interrupted_call_in_progress(pid_t pid, const Lane &lane, uint64_t stack_po
 // notice) is given up and counted lost, so the merge goes on: once the
 // owner has run kStalledCpuNs of CPU time, or is blocked in a system call
 // away from the call, while the record stayed busy. A writer needs
-// microseconds; a preempted or stopped one runs no CPU time, and a signal
-// handler blocked on top of the call (in fork(), say) will return to it:
-// both are waited for.
+// microseconds; a preempted or stopped one runs no CPU time, a signal
+// handler blocked on top of the call will return to it, and one in fork()
+// (whose CPU time grows with the process's size) too: all are waited for.
 class LaneView final : public RecordRing {
 public:
     LaneView(Lane &lane, pid_t pid) : lane_(lane), pid_(pid) { view_like(lane.ring); }
@@ -410,14 +444,20 @@ public:
         pid_t owner = lane_.owner.load(std::memory_order_acquire);
         if (owner == 0)
             return false;
+        // The clock first: a fork that began after it is not in it, one
+        // that ended before the fork count is read is in both.
         uint64_t ran = cpu_time_of(owner);
+        auto in_fork = owner_fork_cpu();
+        if (!in_fork) // in fork() now: waited for
+            return false;
+        ran -= std::min(ran, *in_fork);
         if (watched_position_ != position || watched_owner_ != owner) { // first look at it
             watched_position_ = position;
             watched_owner_ = owner;
             watched_owner_cpu_ns_ = ran;
             return false;
         }
-        if (ran - watched_owner_cpu_ns_ < kStalledCpuNs) {
+        if (ran < watched_owner_cpu_ns_ + kStalledCpuNs) {
             uint64_t blocked_at = stack_pointer_if_blocked_in_other_syscall(owner);
             if (!blocked_at || interrupted_call_in_progress(pid_, lane_, blocked_at))
                 return false;
@@ -426,6 +466,20 @@ public:
     }
 
 private:
+    // The CPU time the owner spent in fork() until now; nullopt while it forks.
+    std::optional<uint64_t> owner_fork_cpu() const
+    {
+        const auto *calls = static_cast<const ThreadLanes *>(lane_.owner_calls.load());
+        uint32_t forking = 0;
+        uint64_t fork_cpu = 0;
+        if (!calls)
+            return 0;
+        if (read_safely(pid_, &calls->forking, &forking, sizeof forking) && forking)
+            return std::nullopt;
+        read_safely(pid_, &calls->fork_cpu_ns, &fork_cpu, sizeof fork_cpu);
+        return fork_cpu;
+    }
+
     static constexpr uint64_t kStalledCpuNs = 10'000'000;
     Lane &lane_;
     pid_t pid_; // the lanes' process
