@@ -36,7 +36,7 @@ HELPER_BINS  := $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%) \
                 $(BUILD)/tests/helpers/thrower $(BUILD)/tests/helpers/libownlib.so \
                 $(BUILD)/tests/helpers/libabuselib.so $(BUILD)/tests/helpers/libplainlib.so \
                 $(BUILD)/tests/helpers/libpreload_marker.so $(BUILD)/tests/helpers/libpreload_flood.so \
-                $(BUILD)/tests/helpers/libmanynoteslib.so \
+                $(BUILD)/tests/helpers/libmanynoteslib.so $(BUILD)/tests/helpers/libgatedlib.so \
                 $(BUILD)/tests/helpers/interpreter_env $(BUILD)/tests/helpers/interpreter_yes \
                 $(BUILD)/tests/helpers/other_build_events_pinned \
                 $(BUILD)/tests/helpers/other_build_events_unoptimised
@@ -67,7 +67,7 @@ $(VMLINUX):
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 $(BPF_OBJ): bpf/posixtrace.bpf.c $(wildcard bpf/*.bpf.h) bpf/posixtrace.h $(VMLINUX)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(BUILD)/gen -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -I$(BUILD)/gen -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(BPFTOOL) gen skeleton $< name posixtrace_bpf > $@.tmp && mv $@.tmp $@

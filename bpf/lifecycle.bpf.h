@@ -13,8 +13,6 @@
  * delivered. They wake the reader at once: probes of a new image are due.
  */
 
-/* The primary target ended: its pid may be reused by an unrelated process. */
-#define PT_PRIMARY_ENDED 0xffffffffu
 
 struct lifecycle {
     struct cpu_slot slot;
@@ -48,6 +46,7 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
     if (!record) {
         if (!l->flags) /* a notice is no event */
             __sync_fetch_and_add(&l->slot.state->lost, 1);
+        __sync_fetch_and_add(&l->slot.state->lifecycle_lost, 1);
         return NULL;
     }
     record->timestamp_ns = bpf_ktime_get_ns();
@@ -61,7 +60,8 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
 }
 
 static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_record *record,
-                                             __u32 event_id, __u32 pid, __u32 data_len)
+                                             __u32 event_id, __u32 pid, __u32 image,
+                                             __u32 data_len)
 {
     struct task_struct *task = bpf_get_current_task_btf();
     struct pt_regs *user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -72,7 +72,7 @@ static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_reco
     record->tid = (__u32)bpf_get_current_pid_tgid();
     record->event_id = event_id;
     record->data_len = data_len;
-    record->reserved = 0;
+    record->image = image;
     record->flags = l->flags;
     record->cpu = l->slot.cpu;
     bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
@@ -82,11 +82,12 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
                                            const bool trusted)
 {
     __u32 parent_tgid = BPF_CORE_READ(parent, tgid), child_tgid = BPF_CORE_READ(child, tgid);
-    __u32 inherited = inherit_children, one = 1;
+    __u32 inherited = inherit_children, parent_image = process_image(parent_tgid);
+    __u32 child_image = PT_IMAGE_NONE;
     struct lifecycle l;
     struct pt_record *record;
 
-    if (!process_traced(parent_tgid))
+    if (parent_image == PT_IMAGE_NONE)
         return 0;
     if (child_tgid == parent_tgid) { /* a new thread of a traced process */
         if (stream_state != PT_STREAM_SUSPENDED) {
@@ -98,11 +99,14 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
     /* A full table (PT_MAX_TRACED_PROCESSES alive at once) leaves the
      * child untraced: its fork event says so, and the count tells the
      * stream's owner even when system events are filtered out. */
-    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &one, BPF_ANY) != 0) {
+    if (inherited)
+        child_image = new_image();
+    if (inherited && bpf_map_update_elem(&traced_processes, &child_tgid, &child_image, BPF_ANY) != 0) {
         __u32 cpu = bpf_get_smp_processor_id();
         struct pt_cpu_state *cpu_state = bpf_map_lookup_elem(&cpu_states, &cpu);
 
         inherited = 0;
+        child_image = PT_IMAGE_NONE;
         if (cpu_state)
             __sync_fetch_and_add(&cpu_state->untraced_children, 1);
     }
@@ -110,14 +114,14 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
         other_processes_traced = 1;
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
         return 0;
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 16);
+    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + PT_FORK_RECORD_DATA);
     if (!record)
         return 0;
     __builtin_memcpy(record->data, &parent_tgid, 4);
     __builtin_memcpy(record->data + 4, &child_tgid, 4);
     __builtin_memcpy(record->data + 8, &inherited, 4);
-    __builtin_memset(record->data + 12, 0, 4);
-    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, 12);
+    __builtin_memcpy(record->data + 12, &child_image, 4);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, parent_image, 12);
     return 0;
 }
 
@@ -138,12 +142,20 @@ static __always_inline int on_process_exec(struct task_struct *task, pid_t forme
 {
     __u32 tgid = BPF_CORE_READ(task, tgid);
     const char *path = BPF_CORE_READ(bprm, filename);
+    __u32 image;
     struct lifecycle l;
     struct pt_record *record;
     long copied;
 
     if (!process_traced(tgid))
         return 0;
+    /* The new image is numbered before its record is reserved: its events
+     * are told from the old image's even when the record is lost. */
+    image = new_image();
+    if (tgid == primary_tgid)
+        primary_image = image;
+    else
+        bpf_map_update_elem(&traced_processes, &tgid, &image, BPF_EXIST);
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXEC, false))
         return 0;
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX);
@@ -156,7 +168,8 @@ static __always_inline int on_process_exec(struct task_struct *task, pid_t forme
         record->data[8] = 0;
         copied = 1;
     }
-    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXEC, tgid, 8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)));
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXEC, tgid, image,
+                     8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)));
     return 0;
 }
 
@@ -178,13 +191,14 @@ static __always_inline int on_process_exit(struct task_struct *task, const bool 
 {
     __u32 tgid = BPF_CORE_READ(task, tgid);
     __s32 status = BPF_CORE_READ(task, exit_code);
+    __s32 live = BPF_CORE_READ(task, signal, live.counter);
     struct lifecycle l;
     struct pt_record *record;
-
-    __s32 live = BPF_CORE_READ(task, signal, live.counter);
+    __u32 image;
 
     forget_exiting_thread(task);
-    if (!process_traced(tgid))
+    image = process_image(tgid);
+    if (image == PT_IMAGE_NONE)
         return 0;
     if (stream_state != PT_STREAM_SUSPENDED) {
         TD_EMIT(trusted, task, PT_TD_DEATH, status, 0);
@@ -203,7 +217,7 @@ static __always_inline int on_process_exit(struct task_struct *task, const bool 
         return 0;
     __builtin_memcpy(record->data, &tgid, 4);
     __builtin_memcpy(record->data + 4, &status, 4);
-    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, 8);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, image, 8);
     return 0;
 }
 
@@ -219,16 +233,16 @@ int BPF_PROG(process_exit_raw, struct task_struct *task) { return on_process_exi
 SEC("uprobe")
 int link_map_changed(struct pt_regs *ctx)
 {
-    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32, image = process_image(tgid);
     struct lifecycle l;
     struct pt_record *record;
 
-    if (!process_traced(tgid) || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
+    if (image == PT_IMAGE_NONE || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
         return 0;
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);
     if (!record)
         return 0;
-    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, 0);
+    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, image, 0);
     return 0;
 }
 
@@ -238,7 +252,7 @@ int link_map_changed(struct pt_regs *ctx)
 SEC("uprobe")
 int user_event_name(struct pt_regs *ctx)
 {
-    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32, image = process_image(tgid);
     const struct pt_usdt_spec *spec;
     struct lifecycle l;
     struct pt_record *record;
@@ -246,7 +260,7 @@ int user_event_name(struct pt_regs *ctx)
     __u64 id, address;
     long copied;
 
-    if (!process_traced(tgid) || !(spec = usdt_spec_of(ctx)) ||
+    if (image == PT_IMAGE_NONE || !(spec = usdt_spec_of(ctx)) ||
         !lifecycle_begin(&l, PT_EVENT_USER_NAME, true))
         return 0;
     id = usdt_arg(ctx, spec, 0);
@@ -262,7 +276,7 @@ int user_event_name(struct pt_regs *ctx)
         return 0;
     }
     name->length = (__u32)copied - 1;
-    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, sizeof(struct pt_user_name));
+    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, image, sizeof(struct pt_user_name));
     return 0;
 }
 

@@ -32,6 +32,9 @@
 
 /* How many processes one stream may trace at once. */
 #define PT_MAX_TRACED_PROCESSES 4096
+/* primary_tgid once the primary target ended: its pid may be reused by an
+ * unrelated process. */
+#define PT_PRIMARY_ENDED 0xffffffffu
 
 /* Each BPF ring record is preceded by the kernel's 8-byte ring header. */
 #define PT_RING_HEADER_SIZE 8u
@@ -121,13 +124,25 @@ struct pt_record {
     __u32 tid;
     __u32 event_id;
     __u32 data_len;
-    __u32 reserved;    /* 0 */
+    __u32 image;       /* user events and lifecycle records: see PT_IMAGE_NONE */
     __u16 flags;       /* enum pt_record_flags */
     __u16 cpu;
     __u8 data[];
 };
 
 #define PT_RECORD_HEADER_SIZE 48u
+
+/* Each image a traced process runs gets a number of its own, given in the
+ * kernel at the fork that made the process and at each exec (the value of
+ * traced_processes; primary_image for the primary). A user event and a
+ * name notice carry the image that recorded them, so the stream reads an
+ * id through that image's names even when the record of the fork or exec
+ * that made the image was lost. A fork record carries the parent's image in
+ * `image` and the child's in the 4 bytes after its data (its reservation is
+ * PT_FORK_RECORD_DATA bytes); an exec record, the new image's; an exit
+ * record, the ended image's. Other records: PT_IMAGE_NONE. */
+#define PT_IMAGE_NONE 0u
+#define PT_FORK_RECORD_DATA 16u
 
 /* Per-CPU state of the BPF side, one entry per CPU in an mmapped array that
  * userspace reads every drain pass: what a CPU could not record is counted
@@ -150,7 +165,10 @@ struct pt_cpu_state {
     /* Children a traced process forked under POSIX_TRACE_INHERITED that are
      * not traced: PT_MAX_TRACED_PROCESSES traced processes were alive. */
     __u64 untraced_children;
-    __u64 pad[1];
+    /* Lifecycle records (fork, exec, exit, link-map change, name) that found
+     * no room, notices included: the stream then looks at every traced
+     * process again instead of waiting for records that will never come. */
+    __u64 lifecycle_lost;
 };
 
 /* Thread events, numbered as td_event_e in <posix_trace/thread_db.h>; the

@@ -19,7 +19,7 @@ struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, PT_MAX_TRACED_PROCESSES);
     __type(key, __u32);   /* tgid */
-    __type(value, __u32); /* unused */
+    __type(value, __u32); /* the image it runs (PT_IMAGE_NONE: see posixtrace.h) */
 } traced_processes SEC(".maps");
 
 /* One entry per CPU (max_entries set at load), mmapped by userspace. */
@@ -34,6 +34,8 @@ struct {
 /* Stream control, written by userspace while the programs run. */
 volatile __u32 stream_state; /* enum pt_stream_state */
 volatile __u32 primary_tgid; /* the process the stream was created for */
+volatile __u32 primary_image; /* the image it runs */
+volatile __u32 last_image;    /* the latest image number given (userspace gives some too) */
 /* POSIX_TRACE_INHERITED: a traced process's children are traced too, from
  * their first instruction (decided at fork, before the child can run). */
 volatile __u32 inherit_children;
@@ -58,11 +60,32 @@ static __always_inline bool event_filtered(__u32 event_id)
     return event_filter[word] & (1ull << (event_id % 64));
 }
 
+/* The image a traced process runs, or PT_IMAGE_NONE when it is not traced. */
+static __always_inline __u32 process_image(__u32 tgid)
+{
+    __u32 *image;
+
+    if (tgid == primary_tgid)
+        return primary_image;
+    /* the hash is looked up only once a traced process has had children */
+    if (!other_processes_traced)
+        return PT_IMAGE_NONE;
+    image = bpf_map_lookup_elem(&traced_processes, &tgid);
+    return image ? *image : PT_IMAGE_NONE;
+}
+
 static __always_inline bool process_traced(__u32 tgid)
 {
-    /* the hash is looked up only once a traced process has had children */
-    return tgid == primary_tgid ||
-           (other_processes_traced && bpf_map_lookup_elem(&traced_processes, &tgid) != NULL);
+    return process_image(tgid) != PT_IMAGE_NONE;
+}
+
+/* A number no image had: 2^32 forks and execs would wrap it, past
+ * PT_IMAGE_NONE. */
+static __always_inline __u32 new_image(void)
+{
+    __u32 image = __sync_fetch_and_add(&last_image, 1) + 1;
+
+    return image != PT_IMAGE_NONE ? image : __sync_fetch_and_add(&last_image, 1) + 1;
 }
 
 static __always_inline __u64 current_pthread_id(void)

@@ -156,7 +156,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
     record->tid = tid;
     record->event_id = event_id;
     record->data_len = sizeof(struct pt_td_data);
-    record->reserved = 0;
+    record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
     bpf_ringbuf_submit(record, wakeup);
@@ -243,7 +243,7 @@ static __always_inline void report_unreported(struct pt_cpu_state *cpu_state, __
     record->tid = tid;
     record->event_id = PT_EVENT_OVERFLOW;
     record->data_len = 24;
-    record->reserved = 0;
+    record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
     bpf_ringbuf_submit(record, BPF_RB_NO_WAKEUP);

@@ -11,6 +11,7 @@ struct user_event_args {
     __u64 pid_tgid;
     __u64 copy_len;
     __u32 event_id;
+    __u32 image; /* of the recording process: its names give the id's meaning */
     __u16 flags;
 };
 
@@ -43,7 +44,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
     record->tid = (__u32)a->pid_tgid;
     record->event_id = a->event_id;
     record->data_len = copy_len;
-    record->reserved = 0;
+    record->image = a->image;
     record->flags = flags;
     record->cpu = a->slot.cpu;
     bpf_ringbuf_submit(record, wakeup);
@@ -63,7 +64,8 @@ int user_event(struct pt_regs *ctx)
     if (state_now == PT_STREAM_SUSPENDED)
         return 0;
     a.pid_tgid = bpf_get_current_pid_tgid();
-    if (!process_traced(a.pid_tgid >> 32))
+    a.image = process_image(a.pid_tgid >> 32);
+    if (a.image == PT_IMAGE_NONE)
         return 0;
     a.spec = usdt_spec_of(ctx);
     if (!a.spec)
@@ -186,7 +188,7 @@ int usdt_event(struct pt_regs *ctx)
     record->tid = (__u32)pid_tgid;
     record->event_id = event_id;
     record->data_len = data_len;
-    record->reserved = 0;
+    record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
     bpf_ringbuf_submit(record, wakeup);

@@ -267,7 +267,7 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
     record->tid = uint32_t(me.tid);
     record->event_id = id;
     record->data_len = uint32_t(copy_len);
-    record->reserved = 0;
+    record->image = PT_IMAGE_NONE;
     record->flags = flags;
     int cpu = sched_getcpu();
     record->cpu = uint16_t(cpu < 0 ? 0 : cpu);

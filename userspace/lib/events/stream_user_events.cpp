@@ -46,49 +46,76 @@ std::optional<ProcessFile> user_event_object_of(pid_t pid)
     return std::nullopt;
 }
 
-StreamUserEvents::StreamUserEvents(pid_t primary) : primary_(primary), self_(primary == getpid())
+StreamUserEvents::StreamUserEvents(pid_t primary, ImageOf image_of)
+    : primary_(primary), self_(primary == getpid()), image_of_(std::move(image_of))
 {
     auto own = std::make_unique<Numbering>();
     own->reader = primary;
     numberings_.push_back(std::move(own));
 }
 
-StreamUserEvents::Numbering &StreamUserEvents::numbering_of(pid_t pid)
+void StreamUserEvents::set_primary_image(uint32_t image)
 {
-    auto found = numbering_of_pid_.find(pid);
-    return *numberings_[found == numbering_of_pid_.end() ? 0 : found->second];
+    numberings_[0]->image = image;
+    if (image != PT_IMAGE_NONE)
+        numbering_of_image_[image] = 0;
 }
 
-void StreamUserEvents::learned(pid_t pid, trace_event_id_t local_id, std::string name)
+// Records come in timestamp order, and the record that makes an image (its
+// fork or exec) is stamped before anything the image records: an image not
+// known here is one whose record was lost. Its numbering starts empty and
+// reads the process's memory while the process runs that image.
+size_t StreamUserEvents::index_of(pid_t pid, uint32_t image)
+{
+    if (image == PT_IMAGE_NONE)
+        return 0; // this process's lanes: the stream's own numbering
+    if (auto found = numbering_of_image_.find(image); found != numbering_of_image_.end())
+        return found->second;
+    auto adopted = std::make_unique<Numbering>();
+    adopted->image = image;
+    adopted->reader = pid;
+    give_numbering(image, std::move(adopted));
+    return numbering_of_image_[image];
+}
+
+void StreamUserEvents::learned(pid_t pid, uint32_t image, trace_event_id_t local_id,
+                               std::string name)
 {
     // A registry gives ids below kLocalIdEnd only; a forged notice may say
     // anything, and the ids above are the stream's own for exec'd images.
     if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= kLocalIdEnd || name.empty() ||
         name.size() >= TRACE_EVENT_NAME_MAX)
         return;
-    numbering_of(pid).names[local_id] = std::move(name);
+    numberings_[index_of(pid, image)]->names[local_id] = std::move(name);
 }
 
 // A child numbers its names from a copy of its parent's table (or shares
 // it, when the parent traces itself by inheritance): either way, its ids
 // are read by name, from what the parent had named.
-void StreamUserEvents::forked(pid_t parent, pid_t child)
+void StreamUserEvents::forked(pid_t parent, uint32_t parent_image, pid_t child,
+                              uint32_t child_image)
 {
-    Numbering &from = numbering_of(parent);
-    if (&from == numberings_[0].get() && self_) // the family shares this process's table
+    if (child_image == PT_IMAGE_NONE)
+        return; // not traced
+    size_t from_index = index_of(parent, parent_image);
+    if (from_index == 0 && self_) { // the family shares this process's table
+        numbering_of_image_[child_image] = 0;
         return;
+    }
+    Numbering &from = *numberings_[from_index];
     auto copy = std::make_unique<Numbering>();
     copy->names = from.names;
-    if (&from == numberings_[0].get())
+    if (from_index == 0)
         for (trace_event_id_t id : ids())
             if (id < POSIX_TRACE_USDT_EVENT_FIRST && !foreign_names_.count(id))
                 if (auto name = local_name(from, id))
                     copy->names[id] = *name;
     copy->reader = child;
-    give_numbering(child, std::move(copy));
+    copy->image = child_image;
+    give_numbering(child_image, std::move(copy));
 }
 
-void StreamUserEvents::execed(pid_t pid)
+void StreamUserEvents::execed(pid_t pid, uint32_t image)
 {
     if (pid == primary_) { // the stream's numbering is now only what was learned
         numberings_[0]->memory.reset();
@@ -96,19 +123,42 @@ void StreamUserEvents::execed(pid_t pid)
     }
     auto fresh = std::make_unique<Numbering>();
     fresh->reader = pid;
-    give_numbering(pid, std::move(fresh));
+    fresh->image = image;
+    give_numbering(image, std::move(fresh));
 }
 
 // Its events are all in (an exit is stamped after them): its numbering goes,
 // the stream's ids and names it led to stay.
-void StreamUserEvents::exited(pid_t pid)
+void StreamUserEvents::exited(uint32_t image)
 {
-    drop_numbering(pid);
+    drop_numbering(image);
 }
 
-void StreamUserEvents::give_numbering(pid_t pid, std::unique_ptr<Numbering> numbering)
+void StreamUserEvents::look_again_at_objects()
 {
-    drop_numbering(pid);
+    for (auto &numbering : numberings_)
+        if (numbering)
+            numbering->object_looked_up = false;
+}
+
+std::vector<uint32_t> StreamUserEvents::images_not_in(const std::set<uint32_t> &running) const
+{
+    std::vector<uint32_t> gone;
+    for (const auto &[image, index] : numbering_of_image_)
+        if (!running.count(image))
+            gone.push_back(image);
+    return gone;
+}
+
+void StreamUserEvents::drop_images(const std::vector<uint32_t> &images)
+{
+    for (uint32_t image : images)
+        drop_numbering(image);
+}
+
+void StreamUserEvents::give_numbering(uint32_t image, std::unique_ptr<Numbering> numbering)
+{
+    drop_numbering(image);
     // Slots of processes gone are reused: a fork storm does not grow the table.
     auto free_slot = std::find(numberings_.begin() + 1, numberings_.end(), nullptr);
     size_t index = size_t(free_slot - numberings_.begin());
@@ -116,25 +166,29 @@ void StreamUserEvents::give_numbering(pid_t pid, std::unique_ptr<Numbering> numb
         numberings_.push_back(std::move(numbering));
     else
         *free_slot = std::move(numbering);
-    numbering_of_pid_[pid] = index;
+    numbering_of_image_[image] = index;
 }
 
-// A numbering other than the stream's belongs to one process: forks and
-// execs make new ones.
-void StreamUserEvents::drop_numbering(pid_t pid)
+// A numbering other than the stream's belongs to one image: forks and
+// execs make new ones. The stream's own stays (its names name the ids).
+void StreamUserEvents::drop_numbering(uint32_t image)
 {
-    auto found = numbering_of_pid_.find(pid);
-    if (found == numbering_of_pid_.end())
+    auto found = numbering_of_image_.find(image);
+    if (found == numbering_of_image_.end())
         return;
     size_t index = found->second;
-    numbering_of_pid_.erase(found);
+    numbering_of_image_.erase(found);
+    if (index == 0)
+        return;
     numberings_[index].reset();
     translated_.erase(translated_.lower_bound({index, 0}), translated_.lower_bound({index + 1, 0}));
 }
 
-void StreamUserEvents::objects_changed(pid_t pid)
+void StreamUserEvents::objects_changed(uint32_t image)
 {
-    numbering_of(pid).object_looked_up = false; // a dlopen may have brought libposixtrace
+    if (auto found = numbering_of_image_.find(image); found != numbering_of_image_.end())
+        numberings_[found->second]->object_looked_up =
+            false; // a dlopen may have brought libposixtrace
 }
 
 // In-band names first; then the process's memory, while it lives.
@@ -144,20 +198,42 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
     if (auto found = numbering.names.find(local_id); found != numbering.names.end())
         return found->second;
     std::optional<std::string> name;
-    if (&numbering == numberings_[0].get() && self_) {
+    if (&numbering == numberings_[0].get() && self_)
         name = UserEventRegistry::instance().name_of(local_id);
-    } else if (numbering.reader) {
-        if (!numbering.memory && !numbering.object_looked_up) {
-            numbering.object_looked_up = true;
-            if (auto object = user_event_object_of(numbering.reader))
-                numbering.memory =
-                    std::make_unique<RemoteUserEventNames>(numbering.reader, object->name);
-        }
-        if (numbering.memory)
-            name = numbering.memory->name_of(local_id);
-    }
+    else if (numbering.reader)
+        name = read_memory(numbering, local_id);
     if (name)
         numbering.names[local_id] = *name;
+    return name;
+}
+
+// A name read from the process's memory is the image's only if the process
+// still ran it once the read was done (an exec in between takes the table
+// away). Inside execve, between the new memory and the new number, the new
+// image's libraries are not mapped yet and its code has not run: no table
+// of its names can be read there.
+std::optional<std::string> StreamUserEvents::read_memory(Numbering &numbering,
+                                                         trace_event_id_t local_id)
+{
+    if (numbering.image != PT_IMAGE_NONE && image_of_(numbering.reader) != numbering.image) {
+        numbering.memory.reset(); // another image, or gone: only what was learned
+        numbering.reader = 0;
+        return std::nullopt;
+    }
+    if (!numbering.memory && !numbering.object_looked_up) {
+        numbering.object_looked_up = true;
+        if (auto object = user_event_object_of(numbering.reader))
+            numbering.memory =
+                std::make_unique<RemoteUserEventNames>(numbering.reader, object->name);
+    }
+    if (!numbering.memory)
+        return std::nullopt;
+    std::optional<std::string> name = numbering.memory->name_of(local_id);
+    if (numbering.image != PT_IMAGE_NONE && image_of_(numbering.reader) != numbering.image) {
+        numbering.memory.reset();
+        numbering.reader = 0;
+        return std::nullopt;
+    }
     return name;
 }
 
@@ -183,17 +259,17 @@ bool StreamUserEvents::primary_names_itself()
     return self_ || own.memory || !own.names.empty();
 }
 
-trace_event_id_t StreamUserEvents::stream_id(pid_t pid, trace_event_id_t local_id)
+trace_event_id_t StreamUserEvents::stream_id(pid_t pid, uint32_t image, trace_event_id_t local_id)
 {
     if (local_id < POSIX_TRACE_USER_EVENT_FIRST || local_id >= POSIX_TRACE_USDT_EVENT_FIRST)
         return local_id; // the BPF side records user ids only
-    auto found = numbering_of_pid_.find(pid);
-    if (found == numbering_of_pid_.end())
+    size_t index = index_of(pid, image);
+    if (index == 0)
         return own_id(local_id); // the stream's numbering: the usual case, per event
-    auto key = std::pair{found->second, local_id};
+    auto key = std::pair{index, local_id};
     if (auto known = translated_.find(key); known != translated_.end())
         return known->second;
-    auto name = local_name(*numberings_[found->second], local_id);
+    auto name = local_name(*numberings_[index], local_id);
     if (!name)
         return POSIX_TRACE_UNNAMED_USEREVENT; // no name anywhere: not to be mistaken for another
     trace_event_id_t id;

@@ -4,13 +4,16 @@
 #include <trace.h>
 
 #include <bitset>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "events/remote_user_events.hpp"
+#include "posixtrace.h"
 #include "util/process_files.hpp"
 
 namespace posixtrace {
@@ -30,20 +33,41 @@ std::optional<ProcessFile> user_event_object_of(pid_t pid);
 // are learned in-band (posix_trace:eventid_open records), from the process's
 // memory for names registered before the stream attached, and kept after the
 // process is gone.
+//
+// A numbering belongs to an image (posixtrace.h): the kernel numbers each
+// image a traced process runs, and every user event and name notice says
+// which image recorded it. An image the stream was not told of (its fork or
+// exec record found no room) gets a numbering of its own, read from the
+// process's memory only while the process still runs that image: its ids
+// are never read through another image's names.
 class StreamUserEvents {
 public:
+    // The image a traced process runs now, PT_IMAGE_NONE when not traced.
+    using ImageOf = std::function<uint32_t(pid_t)>;
+
     // `primary`: the process the stream was created for.
-    explicit StreamUserEvents(pid_t primary);
+    StreamUserEvents(pid_t primary, ImageOf image_of);
+    // The image the primary ran when it was first traced: the stream's own
+    // numbering is that image's.
+    void set_primary_image(uint32_t image);
 
-    void learned(pid_t pid, trace_event_id_t local_id, std::string name);
-    void forked(pid_t parent, pid_t child);
-    void execed(pid_t pid);
-    void exited(pid_t pid);
-    // `pid` loaded or unloaded objects.
-    void objects_changed(pid_t pid);
+    void learned(pid_t pid, uint32_t image, trace_event_id_t local_id, std::string name);
+    void forked(pid_t parent, uint32_t parent_image, pid_t child, uint32_t child_image);
+    void execed(pid_t pid, uint32_t image);
+    void exited(uint32_t image);
+    // A process running `image` loaded or unloaded objects.
+    void objects_changed(uint32_t image);
+    // After lifecycle records were lost: every process's objects are looked
+    // at again (a dlopen may have gone unseen).
+    void look_again_at_objects();
+    // The images known here that are not `running` (lost exit or exec
+    // records left their numberings behind).
+    std::vector<uint32_t> images_not_in(const std::set<uint32_t> &running) const;
+    // Once all they recorded was delivered.
+    void drop_images(const std::vector<uint32_t> &images);
 
-    // The stream's id for the id `pid` recorded.
-    trace_event_id_t stream_id(pid_t pid, trace_event_id_t local_id);
+    // The stream's id for the id that `pid`, running `image`, recorded.
+    trace_event_id_t stream_id(pid_t pid, uint32_t image, trace_event_id_t local_id);
     std::optional<std::string> name_of(trace_event_id_t id);
     std::vector<trace_event_id_t> ids();
     // posix_trace_trid_eventid_open: 0, or ENAMETOOLONG.
@@ -53,13 +77,17 @@ private:
     struct Numbering { // the names of one image's processes, by their ids
         std::map<trace_event_id_t, std::string> names;
         std::unique_ptr<RemoteUserEventNames> memory; // another process's table
-        pid_t reader = 0;                             // whose memory
-        bool object_looked_up = false;                // for `memory`, since the last dlopen
+        pid_t reader = 0;                             // whose memory, while it runs `image`
+        uint32_t image = PT_IMAGE_NONE;
+        bool object_looked_up = false; // for `memory`, since the last dlopen
     };
 
-    Numbering &numbering_of(pid_t pid);
-    void give_numbering(pid_t pid, std::unique_ptr<Numbering> numbering);
-    void drop_numbering(pid_t pid);
+    // The numbering of `image`; one read from `pid`'s memory when the
+    // stream did not know the image.
+    size_t index_of(pid_t pid, uint32_t image);
+    void give_numbering(uint32_t image, std::unique_ptr<Numbering> numbering);
+    void drop_numbering(uint32_t image);
+    std::optional<std::string> read_memory(Numbering &numbering, trace_event_id_t local_id);
     std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
     std::optional<trace_event_id_t> primary_id_of(const std::string &name);
     bool primary_names_itself();
@@ -68,8 +96,9 @@ private:
 
     pid_t primary_;
     bool self_;
+    ImageOf image_of_;
     std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own; null: exited
-    std::map<pid_t, size_t> numbering_of_pid_;           // absent: [0]
+    std::map<uint32_t, size_t> numbering_of_image_;      // PT_IMAGE_NONE: [0]
     std::map<std::pair<size_t, trace_event_id_t>, trace_event_id_t> translated_;
     // Names only exec'd images registered, with the ids the stream gave them.
     std::map<std::string, trace_event_id_t> foreign_ids_;

@@ -140,13 +140,17 @@ void KernelProgram::reset_switch_chains()
         __atomic_store_n(&cpu_states_[cpu].switch_seen, 0u, __ATOMIC_RELAXED);
 }
 
+// Images are numbered by the kernel side too (new_image()): both take the
+// next number of one counter, atomically.
 int KernelProgram::trace_process(pid_t tgid)
 {
+    uint32_t image = __atomic_add_fetch(&skeleton_->bss->last_image, 1, __ATOMIC_SEQ_CST);
     if (skeleton_->bss->primary_tgid == 0) {
-        skeleton_->bss->primary_tgid = uint32_t(tgid);
+        __atomic_store_n(&skeleton_->bss->primary_image, image, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&skeleton_->bss->primary_tgid, uint32_t(tgid), __ATOMIC_SEQ_CST);
         return 0;
     }
-    __u32 key = tgid, value = 1;
+    __u32 key = tgid, value = image;
     if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value, BPF_ANY))
         return errno_from(-errno);
     skeleton_->bss->other_processes_traced = 1;
@@ -427,10 +431,39 @@ void KernelProgram::set_filter(const trace_event_set_t &filtered)
 
 bool KernelProgram::traces_process(pid_t tgid) const
 {
-    uint32_t primary = skeleton_->bss->primary_tgid;
+    return image_of(tgid) != PT_IMAGE_NONE;
+}
+
+uint32_t KernelProgram::image_of(pid_t tgid) const
+{
+    if (uint32_t(tgid) == __atomic_load_n(&skeleton_->bss->primary_tgid, __ATOMIC_SEQ_CST))
+        return __atomic_load_n(&skeleton_->bss->primary_image, __ATOMIC_SEQ_CST);
     __u32 key = tgid, value;
-    return uint32_t(tgid) == primary ||
-           bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value) == 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.traced_processes), &key, &value) != 0)
+        return PT_IMAGE_NONE;
+    return value;
+}
+
+std::vector<pid_t> KernelProgram::traced_processes() const
+{
+    std::vector<pid_t> traced;
+    uint32_t primary = __atomic_load_n(&skeleton_->bss->primary_tgid, __ATOMIC_SEQ_CST);
+    if (primary != 0 && primary != PT_PRIMARY_ENDED)
+        traced.push_back(pid_t(primary));
+    // A key deleted meanwhile (an exit) sends the walk back to the start:
+    // bounded, and each process listed once.
+    int fd = bpf_map__fd(skeleton_->maps.traced_processes);
+    __u32 key = 0, next;
+    size_t steps = 0;
+    for (bool first = true; steps < 2 * PT_MAX_TRACED_PROCESSES &&
+                            bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0;
+         first = false, ++steps) {
+        key = next;
+        traced.push_back(pid_t(key));
+    }
+    std::sort(traced.begin(), traced.end());
+    traced.erase(std::unique(traced.begin(), traced.end()), traced.end());
+    return traced;
 }
 
 int KernelProgram::set_td_process(pid_t tgid, const pt_td_process &process)
@@ -536,6 +569,11 @@ uint64_t KernelProgram::refused_while_full() const
 uint64_t KernelProgram::untraced_children() const
 {
     return sum_over_cpus(&pt_cpu_state::untraced_children);
+}
+
+uint64_t KernelProgram::lifecycle_lost() const
+{
+    return sum_over_cpus(&pt_cpu_state::lifecycle_lost);
 }
 
 namespace {

@@ -88,6 +88,11 @@ public:
 
     // Whether the kernel side traces process `tgid` now.
     bool traces_process(pid_t tgid) const;
+    // The image process `tgid` runs now (posixtrace.h), or PT_IMAGE_NONE
+    // when it is not traced.
+    uint32_t image_of(pid_t tgid) const;
+    // Every process the kernel side traces now.
+    std::vector<pid_t> traced_processes() const;
 
     // ---- thread events: the masks and message buffers of the seed, in maps.
     // A process gets the seed's reporting rule once it has an entry.
@@ -123,6 +128,9 @@ public:
     // Sum over CPUs of the children left untraced because the table of
     // traced processes was full.
     uint64_t untraced_children() const;
+    // Sum over CPUs of the lifecycle records that found no room, notices
+    // included. Only grows.
+    uint64_t lifecycle_lost() const;
 
     // Program runs the kernel skipped (bpf_prog_info.recursion_misses: the
     // program was already running on that CPU), per attached program.

@@ -35,7 +35,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
-    user_events_ = std::make_unique<StreamUserEvents>(target);
+    // Called by the drain, under the stream's lock, while the kernel side lives.
+    user_events_ = std::make_unique<StreamUserEvents>(
+        target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; });
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
         if (int err = open_log(log_fd))
             return err;
@@ -61,6 +63,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     kernel_->set_inherit_children(inherit);
     if (int err = kernel_->trace_process(target))
         return err;
+    user_events_->set_primary_image(kernel_->image_of(target));
     if (int err = select_thread_event_programs_locked())
         return err;
     probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);

@@ -127,6 +127,7 @@ private:
     void drain_loop(std::stop_token stop);
     std::optional<timespec> drain_timeout_locked() const;
     void drain_pass_locked();
+    void rescan_after_lifecycle_loss_locked(uint64_t now_ns);
     void report_kernel_losses_locked();
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void account_refusals_locked(uint64_t now_ns);
@@ -244,6 +245,16 @@ private:
     std::optional<SharedUserEventNames> shared_names_;
     LibraryThreads::Snapshot library_threads_; // as of the current drain pass
     std::unique_ptr<ProbeAttacher> probes_;
+    // Lifecycle records that found no room, as last looked at, and when.
+    uint64_t lifecycle_lost_seen_ = 0;
+    uint64_t rescanned_ns_ = 0; // monotonic
+    // Images no process ran at the last rescan: forgotten once everything
+    // stamped before that look is delivered.
+    struct ImagesToForget {
+        uint64_t looked_ns; // monotonic
+        std::vector<uint32_t> images;
+    };
+    std::optional<ImagesToForget> images_to_forget_;
     std::set<pid_t> thread_agents_;
     // Threads seen going to sleep and not seen woken since, with the time.
     std::unordered_map<pid_t, uint64_t> asleep_since_;

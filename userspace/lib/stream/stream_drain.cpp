@@ -50,7 +50,7 @@ std::optional<timespec> Stream::drain_timeout_locked() const
 {
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running_ || !pending_system_.empty() || merger_.holding())
+    if (running_ || !pending_system_.empty() || merger_.holding() || images_to_forget_)
         return to_timespec(kDrainPeriodNs);
     return std::nullopt;
 }
@@ -71,6 +71,7 @@ void Stream::drain_pass_locked()
         }
     }
     LibraryThreads::refresh(library_threads_);
+    rescan_after_lifecycle_loss_locked(now);
     report_kernel_losses_locked();
     account_refusals_locked(now);
     RingMerger::Sinks sinks{
@@ -82,6 +83,10 @@ void Stream::drain_pass_locked()
         }};
     safe_ns_ = merger_.merge(now, pending_system_, sinks);
     forget_delivered_filters_locked();
+    if (images_to_forget_ && safe_ns_ > images_to_forget_->looked_ns) {
+        user_events_->drop_images(images_to_forget_->images);
+        images_to_forget_.reset();
+    }
     last_pass_ns_ = now;
     ++passes_;
     if (stream_losses_due_) {
@@ -89,6 +94,38 @@ void Stream::drain_pass_locked()
         stream_losses_due_ = 0;
     }
     update_readable_locked();
+}
+
+// The stream follows its processes by their fork, exec, exit and link-map
+// records. When one found no room, the stream looks at every traced process
+// instead, at most once a period: probes are attached in the objects each
+// maps now (a new image's, a dlopened library's), processes gone are
+// forgotten, and so, once all they recorded is delivered, are the images no
+// process runs any more. Events of an image the stream was not told of are
+// named by that image's own names (StreamUserEvents).
+void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
+{
+    uint64_t lost = kernel_->lifecycle_lost();
+    if (lost == lifecycle_lost_seen_ || !probes_ || now_ns - rescanned_ns_ < kRescanPeriodNs)
+        return;
+    lifecycle_lost_seen_ = lost;
+    rescanned_ns_ = now_ns;
+    std::set<uint32_t> running;
+    std::set<pid_t> traced;
+    for (pid_t pid : kernel_->traced_processes())
+        if (uint32_t image = kernel_->image_of(pid); image != PT_IMAGE_NONE) {
+            running.insert(image);
+            traced.insert(pid);
+        }
+    for (pid_t pid : probes_->processes())
+        if (!traced.count(pid))
+            probes_->forget(pid);
+    for (pid_t pid : traced)
+        probes_->refresh(pid);
+    user_events_->look_again_at_objects();
+    std::vector<uint32_t> gone = user_events_->images_not_in(running);
+    // An earlier look's images still known are among these.
+    images_to_forget_ = ImagesToForget{now_ns, std::move(gone)};
 }
 
 // What the kernel side could not record is reported where it happened: a
@@ -220,7 +257,7 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     }
     if (is_user_event(record)) { // in the numbering of the stream, not of the process
         pt_record header = record;
-        header.event_id = user_events_->stream_id(pid_t(record.pid), record.event_id);
+        header.event_id = user_events_->stream_id(pid_t(record.pid), record.image, record.event_id);
         if (header.event_id != record.event_id &&
             filtered_at_locked(header.event_id, record.timestamp_ns))
             return;
@@ -368,30 +405,31 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
     pid_t pid = pid_t(record.pid);
     switch (record.event_id) {
     case PT_EVENT_PROCESS_FORK:
-        if (record.data_len >= 8) {
-            uint32_t child;
+        if (record.data_len >= 12) { // the child's image follows (PT_FORK_RECORD_DATA)
+            uint32_t child, child_image;
             std::memcpy(&child, record.data + 4, sizeof child);
-            user_events_->forked(pid, pid_t(child));
+            std::memcpy(&child_image, record.data + 12, sizeof child_image);
+            user_events_->forked(pid, record.image, pid_t(child), child_image);
         }
         break;
     case PT_EVENT_PROCESS_EXEC:
-        user_events_->execed(pid);
+        user_events_->execed(pid, record.image);
         probes_->refresh(pid);
         break;
     case PT_EVENT_LINK_MAP_CHANGED:
-        user_events_->objects_changed(pid);
+        user_events_->objects_changed(record.image);
         probes_->refresh(pid);
         break;
     case PT_EVENT_PROCESS_EXIT:
         probes_->forget(pid);
-        user_events_->exited(pid);
+        user_events_->exited(record.image);
         break;
     case PT_EVENT_USER_NAME:
         if (record.data_len == sizeof(pt_user_name)) {
             pt_user_name name;
             std::memcpy(&name, record.data, sizeof name);
             user_events_->learned(
-                pid, name.event_id,
+                pid, record.image, name.event_id,
                 std::string(name.name, std::min<size_t>(name.length, sizeof name.name - 1)));
         }
         break;

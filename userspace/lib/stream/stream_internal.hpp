@@ -24,6 +24,9 @@ inline constexpr uint64_t kMissesPeriodPasses = 8;
 // Records left busy by a thread that will not finish them are looked for
 // this often.
 inline constexpr uint64_t kLaneReclaimPeriodNs = 20'000'000;
+// After lifecycle records were lost, the traced processes are looked at
+// again at most this often (a /proc scan of each).
+inline constexpr uint64_t kRescanPeriodNs = 10'000'000;
 // Lanes of threads that exited are looked for as often, while at most this
 // many lanes are in use; past that, less often in proportion (a system call
 // a lane: a thousand idle threads would cost the drain a tenth of a CPU).

@@ -330,6 +330,16 @@ void ProbeAttacher::forget(pid_t pid)
     std::erase_if(usdt_attached_, [pid](const auto &entry) { return entry.first.scope == pid; });
 }
 
+std::vector<pid_t> ProbeAttacher::processes() const
+{
+    std::set<pid_t> known;
+    for (const auto &[pid, files] : mapped_)
+        known.insert(pid);
+    for (const auto &[pid, libraries] : pending_)
+        known.insert(pid);
+    return {known.begin(), known.end()};
+}
+
 std::optional<trace_event_id_t> ProbeAttacher::usdt_id(const std::string &name) const
 {
     auto found = usdt_ids_.find(name);

@@ -55,6 +55,8 @@ public:
 
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
+    // The processes scanned and not forgotten.
+    std::vector<pid_t> processes() const;
 
     // Objects a process loaded later (exec, dlopen) whose probes could not
     // all be attached, and why (the first error): out of descriptors, of
