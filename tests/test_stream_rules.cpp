@@ -274,3 +274,46 @@ TEST_CASE("posix_spawn follows the inheritance policy as fork does", "[stream][i
         from_child += event.info.posix_pid == child;
     CHECK(from_child == (inheritance == POSIX_TRACE_INHERITED ? 9u : 0u));
 }
+
+// A child traced by inheritance is traced from its first instruction: one
+// that emits at once after fork() and ends has its event in the stream,
+// every time, whether it ends with _exit or with exit (its atexit work).
+TEST_CASE("INHERITED: a child that emits at once after fork and ends is in the stream",
+          "[stream][inherit]")
+{
+    constexpr int kChildren = 200;
+    Attr a;
+    REQUIRE(posix_trace_attr_setinherited(&a.attr, POSIX_TRACE_INHERITED) == 0);
+    StreamGuard stream = make_stream(&a.attr);
+    filter_thread_events(stream.get());
+    trace_event_id_t hello = user_event("child.hello");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    std::vector<pid_t> children;
+    for (int i = 0; i < kChildren; ++i) {
+        pid_t child = fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            posix_trace_event(hello, &i, sizeof i);
+            if (i % 50 == 1) // a few: under LeakSanitizer each exit() checks the whole process
+                exit(0);
+            _exit(0);
+        }
+        int status = 0;
+        REQUIRE(waitpid(child, &status, 0) == child);
+        REQUIRE(WIFEXITED(status));
+        children.push_back(child);
+    }
+    REQUIRE(posix_trace_stop(stream.get()) == 0);
+    std::vector<int> said(kChildren, 0);
+    for (const Event &event : user_events_in(read_available(stream.get()))) {
+        REQUIRE(event.info.posix_event_id == hello);
+        int i = number_of(event);
+        REQUIRE((i >= 0 && i < kChildren));
+        CHECK(event.info.posix_pid == children[size_t(i)]);
+        ++said[size_t(i)];
+    }
+    CHECK(std::count(said.begin(), said.end(), 1) == kChildren);
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    CHECK(counters.lost_in_kernel + counters.lost_in_stream == 0);
+}

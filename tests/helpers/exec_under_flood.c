@@ -12,17 +12,18 @@
  *       for it, and says "done N PID" (the child's pid), or "failed N".
  *       At each line "load N LIBRARY" it fills the ring the same way, loads
  *       LIBRARY (a copy of libgatedlib.so) with dlopen, and has it fire its
- *       gatedlib:fire probe (argument: N) once the probe is attached, waiting
- *       up to 3 s (sleeping: the tracer drains meanwhile); says "loaded N 1"
- *       if it fired, "loaded N 0" if not.
+ *       gatedlib:fire probe (argument: N) 100 ms after the probe is attached,
+ *       waiting up to 3 s for that (sleeping: the tracer drains meanwhile);
+ *       says "loaded N 1" if it fired, "loaded N 0" if not.
  *   exec_under_flood image N
  *       COPY is another file than this one: its probes are attached only by
  *       a tracer that saw it mapped. Names "second" then "first", the other
  *       way round (their ids are the first image's for the other name).
  *       Sleeps 50 ms (CPU 0 is free: the tracer drains), waits up to 3 s for
  *       its exec_under_flood:ping probe to be attached (the kernel raises its
- *       semaphore), fires it (argument: N), emits "second" (data: 2000000 +
- *       N) and "first" (data: 1000000 + N), sleeps 50 ms and exits. */
+ *       semaphore), sleeps 100 ms more (the tracer attaches before it
+ *       drains), fires it (argument: N), emits "second" (data: 2000000 + N)
+ *       and "first" (data: 1000000 + N), sleeps 50 ms and exits. */
 #define _GNU_SOURCE
 #define POSIX_TRACE_USDT_SEMAPHORES
 #include <dlfcn.h>
@@ -65,6 +66,7 @@ static int image(int round)
     for (int waited_ms = 0; !POSIX_TRACE_USDT_ENABLED(exec_under_flood, ping) && waited_ms < 3000;
          ++waited_ms)
         usleep(1000);
+    usleep(100000); /* the tracer attaches before it drains: room for what follows */
     if (POSIX_TRACE_USDT_ENABLED(exec_under_flood, ping))
         POSIX_TRACE_USDT(exec_under_flood, ping, round);
     emit(second, 2000000 + round);
