@@ -169,7 +169,7 @@ $(BUILD)/bench/pingpong: bench/pingpong.c
 # The LTTng-UST peer of the user-event benchmark (make bench only).
 $(BUILD)/bench/bench_lttng: bench/lttng/bench_lttng.c bench/lttng/bench_tp.c bench/lttng/bench_tp.h
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Ibench/lttng -o $@ bench/lttng/bench_lttng.c bench/lttng/bench_tp.c -llttng-ust -ldl
+	$(CC) -O2 -g -Ibench/lttng -o $@ bench/lttng/bench_lttng.c bench/lttng/bench_tp.c -llttng-ust -ldl -pthread
 
 $(BUILD)/bench/%: bench/%.cpp bench/bench_support.hpp $(SHLIB)
 	@mkdir -p $(@D)
@@ -213,6 +213,7 @@ bench:
 	@bench/run.sh $(BUILD)
 	@echo; bench/thread_switches.sh $(BUILD)
 	@echo; bench/log_bench.sh $(BUILD)
+	@echo; bench/burst.sh $(BUILD)
 
 install: all
 	install -d $(PREFIX)/include/posix_trace $(PREFIX)/lib/pkgconfig $(PREFIX)/bin

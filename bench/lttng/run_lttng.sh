@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The LTTng-UST peer of posixtrace's user events: runs bench_lttng COUNT
-# inside an LTTng session that records its tracepoint to a temporary
-# directory (default channel: per-CPU buffers, discard mode), and prints
-# "NS_PER_EVENT discarded=N" (N: the events LTTng dropped, from its session
-# statistics). Starts a session daemon if none runs, and stops it after.
-#   bench/lttng/run_lttng.sh BUILD COUNT
+# [THREADS] inside an LTTng session that records its tracepoint to a
+# temporary directory (per-CPU buffers, discard mode: the default channel, or
+# with SUBBUFS set to "COUNTxSIZE", e.g. 8x8M, a channel of those
+# sub-buffers), and prints "NS_PER_EVENT discarded=N" (N: the events LTTng
+# dropped, from its session statistics). Starts a session daemon if none
+# runs, and stops it after.
+#   [SUBBUFS=8x8M] bench/lttng/run_lttng.sh BUILD COUNT [THREADS]
 set -uo pipefail
 build=${1:?usage: run_lttng.sh BUILD COUNT}
 count=${2:?usage: run_lttng.sh BUILD COUNT}
+threads=${3:-1}
 tmp=$(mktemp -d)
 session=posixtrace-bench-$$
 started=""
@@ -21,10 +24,18 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-lttng create "$session" --output="$tmp/trace" >/dev/null &&
-    lttng enable-event -u posixtrace_bench:event >/dev/null &&
+channel=()
+if [ -n "${SUBBUFS:-}" ]; then
+    lttng create "$session" --output="$tmp/trace" >/dev/null &&
+        lttng enable-channel -u bench --num-subbuf="${SUBBUFS%x*}" \
+            --subbuf-size="${SUBBUFS#*x}" >/dev/null || { echo "lttng channel setup failed" >&2; exit 1; }
+    channel=(--channel=bench)
+else
+    lttng create "$session" --output="$tmp/trace" >/dev/null || { echo "lttng create failed" >&2; exit 1; }
+fi
+lttng enable-event -u "${channel[@]}" posixtrace_bench:event >/dev/null &&
     lttng start >/dev/null || { echo "lttng session setup failed" >&2; exit 1; }
-line=$("$build/bench/bench_lttng" "$count")
+line=$("$build/bench/bench_lttng" "$count" "$threads")
 lttng stop >/dev/null 2>&1
 discarded=$(lttng list "$session" 2>/dev/null | awk '/Discarded events:/ {n += $3} END {print n + 0}')
 case $line in

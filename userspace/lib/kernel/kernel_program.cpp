@@ -1,6 +1,7 @@
 #include "kernel/kernel_program.hpp"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <link.h>
@@ -16,6 +17,9 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
 
 #include "posixtrace.h"
 #include "posixtrace.skel.h"
@@ -92,12 +96,8 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
         bpf_map__set_max_entries(skel->maps.td_processes, unsigned(std::atoi(processes)));
     if (int err = posixtrace_bpf__load(skel))
         return errno_from(err);
-    for (int cpu = 0; cpu < cpus; ++cpu) {
-        __u32 key = cpu;
-        int fd = program->ring_fds_[cpu].get();
-        if (bpf_map_update_elem(bpf_map__fd(skel->maps.rings), &key, &fd, BPF_ANY))
-            return errno_from(-errno);
-    }
+    if (int err = program->fill_ring_table())
+        return err;
 
     if (int err = program->map_cpu_states())
         return err;
@@ -106,6 +106,27 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     if (int err = program->attach_kernel_event_programs())
         return err;
     out = std::move(program);
+    return 0;
+}
+
+// Each update of a map of maps waits for an RCU grace period (8-14 ms on
+// a VM), so the rings go in as one batch: one wait, however many CPUs.
+// Kernels without batches for this map type take them one by one.
+int KernelProgram::fill_ring_table()
+{
+    int table = bpf_map__fd(skeleton_->maps.rings);
+    std::vector<__u32> keys(ring_fds_.size()), fds(ring_fds_.size());
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu) {
+        keys[cpu] = __u32(cpu);
+        fds[cpu] = __u32(ring_fds_[cpu].get());
+    }
+    __u32 count = __u32(keys.size());
+    if (bpf_map_update_batch(table, keys.data(), fds.data(), &count, nullptr) == 0 &&
+        count == keys.size())
+        return 0;
+    for (size_t cpu = 0; cpu < keys.size(); ++cpu)
+        if (bpf_map_update_elem(table, &keys[cpu], &fds[cpu], BPF_ANY))
+            return errno_from(-errno);
     return 0;
 }
 
@@ -157,6 +178,32 @@ int KernelProgram::trace_process(pid_t tgid)
     return 0;
 }
 
+namespace {
+// Tracepoints whose type the kernel's BTF describes (btf_trace_NAME), found
+// once a process: each lookup through libbpf parses the whole of the
+// kernel's BTF (5 MB, tens of milliseconds), once per tracepoint per stream.
+bool kernel_describes_tracepoint(const char *name)
+{
+    static const std::set<std::string> described = [] {
+        std::set<std::string> found;
+        std::unique_ptr<btf, decltype(&btf__free)> kernel(btf__load_vmlinux_btf(), btf__free);
+        if (!kernel)
+            return found;
+        const std::string prefix = "btf_trace_";
+        for (__u32 id = 1; id < btf__type_cnt(kernel.get()); ++id) {
+            const btf_type *type = btf__type_by_id(kernel.get(), id);
+            if (!btf_is_typedef(type))
+                continue;
+            const char *type_name = btf__name_by_offset(kernel.get(), type->name_off);
+            if (type_name && std::string_view(type_name).starts_with(prefix))
+                found.emplace(type_name + prefix.size());
+        }
+        return found;
+    }();
+    return described.count(name) != 0;
+}
+} // namespace
+
 void KernelProgram::choose_tracepoint_programs()
 {
     const bool force_raw = std::getenv("POSIXTRACE_RAW_TRACEPOINTS") != nullptr;
@@ -176,8 +223,7 @@ void KernelProgram::choose_tracepoint_programs()
         {"sched_process_exit", progs.process_exit, progs.process_exit_raw},
     };
     for (const Pair &pair : pairs) {
-        bool use_btf =
-            !force_raw && libbpf_find_vmlinux_btf_id(pair.tracepoint, BPF_TRACE_RAW_TP) > 0;
+        bool use_btf = !force_raw && kernel_describes_tracepoint(pair.tracepoint);
         bpf_program__set_autoload(pair.btf, use_btf);
         bpf_program__set_autoload(pair.raw, !use_btf);
     }

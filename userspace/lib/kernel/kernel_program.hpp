@@ -160,6 +160,7 @@ private:
     };
 
     int attach_kernel_event_programs();
+    int fill_ring_table();
     int map_cpu_states();
     // Forgets what the switch program knew of each CPU's last switch, before
     // it is attached again (the switches in between were not seen).

@@ -1,0 +1,216 @@
+// What a stream keeps of a burst, and what a stream's life costs. Modes:
+//   memory THREADS N     THREADS threads emit N events of 64 bytes in all, as
+//                        fast as they can, into a 512 MiB UNTIL_FULL stream
+//                        (room for every one of them); read after the stop
+//   log THREADS N FILE   the same into a 64 MiB FLUSH stream with a log at
+//                        FILE; the log is read back after the shutdown
+//   life CYCLES          CYCLES times: create a stream of this process,
+//                        start it, emit one event, shut it down; the times
+//                        of each step after the first cycle
+// Each prints one line of key=value: ns_per_event (in the emitting threads),
+// kept (the events read back), lost (as the stream reports it); for `life`,
+// the median and the largest milliseconds of create, start and shutdown.
+#include <fcntl.h>
+#include <posix_trace/events.h>
+#include <trace.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kPayload = 64;
+
+struct Kept {
+    uint64_t events = 0;
+    uint64_t lost = 0; // as the overflow events say
+};
+
+// Every event left in `trid` (an active stream, stopped, or a log).
+Kept read_all(trace_id_t trid, trace_event_id_t id, bool from_log)
+{
+    Kept kept;
+    unsigned char data[256];
+    for (;;) {
+        posix_trace_event_info info;
+        size_t length = 0;
+        int unavailable = 0;
+        int err = from_log ? posix_trace_getnext_event(trid, &info, data, sizeof data, &length,
+                                                       &unavailable)
+                           : posix_trace_trygetnext_event(trid, &info, data, sizeof data, &length,
+                                                          &unavailable);
+        if (err || unavailable)
+            return kept;
+        if (info.posix_event_id == id) {
+            ++kept.events;
+        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data overflow;
+            std::memcpy(&overflow, data, sizeof overflow);
+            kept.lost += overflow.lost;
+        }
+    }
+}
+
+// THREADS threads emit `total` events together, flat out; the mean ns an
+// event in the emitting threads.
+double emit_burst(trace_event_id_t id, long total, int threads)
+{
+    std::vector<double> ns(size_t(threads), 0);
+    std::vector<std::thread> emitters;
+    for (int t = 0; t < threads; ++t)
+        emitters.emplace_back([&, t] {
+            long count = total / threads;
+            unsigned char payload[kPayload];
+            std::memset(payload, 0xab, sizeof payload);
+            auto begin = Clock::now();
+            for (long i = 0; i < count; ++i) {
+                std::memcpy(payload, &i, sizeof i);
+                posix_trace_event(id, payload, sizeof payload);
+            }
+            std::chrono::duration<double, std::nano> spent = Clock::now() - begin;
+            ns[size_t(t)] = spent.count() / double(count);
+        });
+    for (auto &emitter : emitters)
+        emitter.join();
+    double mean = 0;
+    for (double each : ns)
+        mean += each / threads;
+    return mean;
+}
+
+trace_attr_t attributes(size_t stream_bytes, int policy)
+{
+    trace_attr_t attr;
+    posix_trace_attr_init(&attr);
+    posix_trace_attr_setstreamsize(&attr, stream_bytes);
+    posix_trace_attr_setstreamfullpolicy(&attr, policy);
+    return attr;
+}
+
+int burst_in_memory(trace_event_id_t id, int threads, long total)
+{
+    trace_attr_t attr = attributes(512u << 20, POSIX_TRACE_UNTIL_FULL);
+    trace_id_t trid;
+    if (int err = posix_trace_create(0, &attr, &trid)) {
+        std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
+        return 1;
+    }
+    filter_out_thread_events(trid);
+    posix_trace_start(trid);
+    double ns = emit_burst(id, total, threads);
+    posix_trace_stop(trid);
+    Kept kept = read_all(trid, id, false);
+    posix_trace_counters counters{};
+    posix_trace_get_counters(trid, &counters);
+    posix_trace_shutdown(trid);
+    std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
+                (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
+    return 0;
+}
+
+int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
+{
+    trace_attr_t attr = attributes(64u << 20, POSIX_TRACE_FLUSH);
+    posix_trace_attr_setlogsize(&attr, 1ul << 30);
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+    trace_id_t trid;
+    if (fd < 0 || posix_trace_create_withlog(0, &attr, fd, &trid) != 0) {
+        std::fprintf(stderr, "posix_trace_create_withlog failed\n");
+        return 1;
+    }
+    filter_out_thread_events(trid);
+    posix_trace_start(trid);
+    double ns = emit_burst(id, total, threads);
+    posix_trace_counters counters{};
+    posix_trace_stop(trid);
+    posix_trace_get_counters(trid, &counters);
+    posix_trace_shutdown(trid);
+    close(fd);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    trace_id_t log;
+    if (fd < 0 || posix_trace_open(fd, &log) != 0) {
+        std::fprintf(stderr, "posix_trace_open failed\n");
+        return 1;
+    }
+    trace_event_id_t logged_id = id;
+    posix_trace_trid_eventid_open(log, "bench:payload64", &logged_id);
+    Kept kept = read_all(log, logged_id, true);
+    posix_trace_close(log);
+    close(fd);
+    unlink(path);
+    std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
+                (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
+    return 0;
+}
+
+double ms_since(Clock::time_point begin)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+}
+
+struct Spread {
+    double median, most;
+};
+
+Spread spread_of(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    return {values[values.size() / 2], values.back()};
+}
+
+int stream_lives(trace_event_id_t id, int cycles)
+{
+    std::vector<double> create, start, shutdown;
+    for (int cycle = 0; cycle <= cycles; ++cycle) {
+        trace_id_t trid;
+        auto begin = Clock::now();
+        if (posix_trace_create(0, nullptr, &trid) != 0)
+            return 1;
+        double created = ms_since(begin);
+        begin = Clock::now();
+        posix_trace_start(trid);
+        double started = ms_since(begin);
+        posix_trace_event(id, nullptr, 0);
+        begin = Clock::now();
+        posix_trace_shutdown(trid);
+        double shut = ms_since(begin);
+        if (cycle == 0)
+            continue; // the first of the process loads and links what the others reuse
+        create.push_back(created);
+        start.push_back(started);
+        shutdown.push_back(shut);
+    }
+    Spread c = spread_of(create), s = spread_of(start), d = spread_of(shutdown);
+    std::printf("create_ms=%.1f create_max_ms=%.1f start_ms=%.2f start_max_ms=%.2f "
+                "shutdown_ms=%.1f shutdown_max_ms=%.1f\n",
+                c.median, c.most, s.median, s.most, d.median, d.most);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    std::string mode = argc > 1 ? argv[1] : "";
+    trace_event_id_t id;
+    posix_trace_eventid_open("bench:payload64", &id);
+    if (mode == "memory" && argc == 4)
+        return burst_in_memory(id, std::atoi(argv[2]), std::atol(argv[3]));
+    if (mode == "log" && argc == 5)
+        return burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
+    if (mode == "life" && argc == 3 && std::atoi(argv[2]) > 0)
+        return stream_lives(id, std::atoi(argv[2]));
+    std::fprintf(stderr, "usage: %s memory THREADS N | log THREADS N FILE | life CYCLES\n",
+                 argv[0]);
+    return 2;
+}

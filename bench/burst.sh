@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make bench: what a stream keeps of a burst of user events emitted flat out,
+# next to LTTng-UST given the same burst in the same run; then what a
+# stream's life costs (create, start, shutdown). Prints two tables;
+# BENCHMARKS.md keeps the latest figures.
+#   bench/burst.sh BUILD
+set -uo pipefail
+build=${1:-build}
+bin=$build/bench/bench_burst
+events=${BENCH_BURST_EVENTS:-2000000}
+runs=${BENCH_RUNS:-3}
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# label, command printing "ns_per_event=.. kept=..": median ns and the
+# smallest and largest kept over the runs; a failed run is said, never hidden.
+burst_row() {
+    local label=$1; shift
+    local costs=() kept=() line
+    for _ in $(seq "$runs"); do
+        line=$("$@" 2>&1 | tail -n 1)
+        if [[ ! $line =~ ns_per_event=[0-9.]+.*kept=[0-9]+ ]]; then
+            printf "| %-52s | %9s | %-27s |\n" "$label" "-" "failed: ${line:-no output}"
+            return
+        fi
+        costs+=("$(echo "$line" | field ns_per_event)")
+        kept+=("$(echo "$line" | field kept)")
+    done
+    local least most
+    least=$(printf '%s\n' "${kept[@]}" | sort -n | head -1)
+    most=$(printf '%s\n' "${kept[@]}" | sort -n | tail -1)
+    printf "| %-52s | %9.1f | %12d – %12d |\n" "$label" \
+        "$(printf '%s\n' "${costs[@]}" | median)" "$least" "$most"
+}
+
+# LTTng's kept: what it was given less what it says it discarded.
+lttng_burst() { # threads [COUNTxSIZE sub-buffers]
+    local line
+    line=$(SUBBUFS=${2:-} bench/lttng/run_lttng.sh "$build" "$events" "$1") || return
+    echo "ns_per_event=$(echo "$line" | awk '{print $1}') kept=$((events - $(echo "$line" | field discarded)))"
+}
+
+echo "A burst of $events user events of 64 bytes, flat out; ns/event in the emitting"
+echo "threads (median of $runs runs) and the events read back (least – most of the runs)"
+echo "machine: $(nproc) CPUs, $(uname -r)"
+echo
+printf "| %-52s | %9s | %-27s |\n" "case" "ns/event" "kept"
+printf "|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..29})"
+for threads in 1 2; do
+    burst_row "posixtrace, 512 MiB UNTIL_FULL stream, $threads thread(s)" "$bin" memory "$threads" "$events"
+    burst_row "posixtrace, 64 MiB FLUSH stream + log, $threads thread(s)" "$bin" log "$threads" "$events" "$log/burst.log"
+    if [ -x "$build/bench/bench_lttng" ]; then
+        burst_row "LTTng-UST 2.13, default channel, $threads thread(s)" lttng_burst "$threads"
+        burst_row "LTTng-UST 2.13, 8 x 8 MiB sub-buffers, $threads thread(s)" lttng_burst "$threads" 8x8M
+    fi
+done
+
+echo
+echo "A stream's life, 20 cycles of create / start / one event / shutdown after the"
+echo "process's first (milliseconds: median, largest)"
+echo
+line=$("$bin" life 20)
+printf "| %-10s | %8s | %8s |\n" "step" "median" "largest"
+printf "|%s|%s|%s|\n" "------------" "----------" "----------"
+for step in create start shutdown; do
+    printf "| %-10s | %8.2f | %8.2f |\n" "$step" "$(echo "$line" | field "${step}_ms")" \
+        "$(echo "$line" | field "${step}_max_ms")"
+done
