@@ -427,6 +427,19 @@ TEST_CASE("abuse: a fork storm under --inherit, stopped by Ctrl-C", "[abuse]")
     CHECK(events.values["process_exec"].size() <= forks);
 }
 
+// A child forked under --inherit gets a copy of its parent's names, and
+// numbers its own once it execs: the copy goes at the exec, not at the
+// child's exit (1,000 children of a process with 1,000 long names would
+// otherwise hold about 200 MB of them).
+TEST_CASE("abuse: 1,000 children of a process with 1,000 names, each exec'ing at once", "[abuse]")
+{
+    WatchedRecording recording("--inherit --events user,system", {"named-execs", "1000"});
+    recording.require_clean_end(std::chrono::seconds(120), "1,000 exec'ing children");
+    auto events = read_log(recording.log());
+    CHECK(events.values["named-execs.done"] == std::vector<long>{1000});
+    CHECK(events.values["child.hello"].size() + size_t(events.lost) >= 1000);
+}
+
 TEST_CASE("abuse: libraries cut short and written back while the tracer attaches in them",
           "[abuse]")
 {

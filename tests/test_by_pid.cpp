@@ -17,6 +17,28 @@
 
 using test_support::helper_path;
 
+// A process's table of names is read whole whenever one of its names is
+// looked for: the names read are the stream's to keep once the process is
+// gone, though only one was asked for while it lived.
+TEST_CASE("by pid: names read from a process's memory stay known after it exits", "[bypid]")
+{
+    test_support::ChildConversation emitter({helper_path("user_event_emitter"), "two"});
+    REQUIRE(emitter.read_line() == "ready\n");
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(emitter.pid(), nullptr, &trid) == 0);
+    char name[TRACE_EVENT_NAME_MAX] = {};
+    REQUIRE(posix_trace_eventid_get_name(trid, POSIX_TRACE_USER_EVENT_FIRST, name) == 0);
+    CHECK(std::string(name) == "emitter.before");
+    emitter.say("go\n");
+    REQUIRE(emitter.read_line() == "done\n");
+    emitter.say("bye\n");
+    int status = 0;
+    REQUIRE(waitpid(emitter.pid(), &status, 0) == emitter.pid());
+    REQUIRE(posix_trace_eventid_get_name(trid, POSIX_TRACE_USER_EVENT_FIRST + 1, name) == 0);
+    CHECK(std::string(name) == "emitter.early");
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}
+
 TEST_CASE("by pid: user events of a process linked with libposixtrace, with their names", "[bypid]")
 {
     test_support::ChildConversation emitter({helper_path("user_event_emitter")});
@@ -35,7 +57,8 @@ TEST_CASE("by pid: user events of a process linked with libposixtrace, with thei
         char data[64] = {};
         size_t len = 0;
         int unavailable = 0;
-        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) ==
+                0);
         if (unavailable)
             break;
         if (info.posix_event_id < POSIX_TRACE_USER_EVENT_FIRST)

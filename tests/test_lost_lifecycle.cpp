@@ -22,11 +22,13 @@ using namespace test_support;
 namespace {
 
 // A copy of a helper beside it (its libraries are found from there), under
-// a name of this test process: another file, another object for the tracer.
+// a name of this test process and `tag`: another file, another object for
+// the tracer.
 class HelperCopy {
 public:
-    explicit HelperCopy(const char *helper)
-        : path_(helper_path(helper) + ".copy-" + std::to_string(getpid()))
+    HelperCopy(const char *helper, int tag)
+        : path_(helper_path(helper) + ".copy-" + std::to_string(getpid()) + "-" +
+                std::to_string(tag))
     {
         std::filesystem::copy_file(helper_path(helper), path_,
                                    std::filesystem::copy_options::overwrite_existing);
@@ -113,8 +115,7 @@ void read_round(trace_id_t trid, pid_t image_pid, int round, RoundEvents &out)
 // or dlopen.
 class FloodedProcess {
 public:
-    FloodedProcess()
-        : copy_("exec_under_flood"), app_({helper_path("exec_under_flood"), copy_.path()})
+    FloodedProcess() : app_({helper_path("exec_under_flood")})
     {
         REQUIRE(app_.read_line() == "ready\n");
         trace_attr_t attr;
@@ -136,18 +137,26 @@ public:
     ~FloodedProcess() { posix_trace_shutdown(trid_); }
     trace_id_t trid() const { return trid_; }
     // Says `line` while the stream runs; returns the answer once all that
-    // was recorded until then can be read (a stop is a flush).
+    // was recorded until then can be read (a stop is a flush). The flood
+    // filled the ring: the kernel counted what found no room.
     std::string round(const std::string &line)
     {
+        uint64_t lost_before = lost_in_kernel();
         REQUIRE(posix_trace_start(trid_) == 0);
         app_.say((line + "\n").c_str());
         std::string said = app_.read_line();
         REQUIRE(posix_trace_stop(trid_) == 0);
+        CHECK(lost_in_kernel() > lost_before);
         return said;
     }
 
 private:
-    HelperCopy copy_;
+    uint64_t lost_in_kernel() const
+    {
+        posix_trace_counters counters{};
+        REQUIRE(posix_trace_get_counters(trid_, &counters) == 0);
+        return counters.lost_in_kernel;
+    }
     ChildConversation app_;
     trace_id_t trid_ = 0;
 };
@@ -163,7 +172,10 @@ TEST_CASE("lost lifecycle: an image whose exec record found the ring full is rea
     RoundEvents total;
     int execs_lost = 0;
     for (int round = 0; round < kRounds; ++round) {
-        std::string said = flooded.round("go " + std::to_string(round));
+        // A file of its own each round: probes attached in an earlier one do
+        // not cover it.
+        HelperCopy copy("exec_under_flood", round);
+        std::string said = flooded.round("go " + std::to_string(round) + " " + copy.path());
         int done_round = -1, image_pid = -1;
         REQUIRE(std::sscanf(said.c_str(), "done %d %d", &done_round, &image_pid) == 2);
         RoundEvents events;
@@ -182,6 +194,7 @@ TEST_CASE("lost lifecycle: an image whose exec record found the ring full is rea
                     << total.wrong << " named wrong; " << total.pings << " probes fired");
     CHECK(execs_lost > 0); // the case under test happened
     CHECK(total.wrong == 0);
+    CHECK(total.right > 0); // by the image's own names, not all unnamed
     CHECK(total.pings == kRounds);
 }
 

@@ -13,6 +13,10 @@
  *       named. Ends with "names.done" (data: the number of names
  *       registered; unnamed, as the registry is full). With NEXT, it then
  *       forks a child that execs "abuser names NEXT" and waits for it.
+ *   abuser named-execs N
+ *       Registers 1,000 names of 127 bytes, then forks N children one
+ *       after another, each exec'ing "abuser child K" at once and waited
+ *       for. Ends with "named-execs.done" (data: N).
  *   abuser hold N
  *       Forks N children that stay alive until the last is forked, then
  *       lets them all exit. Ends with "hold.done" (data: N).
@@ -211,6 +215,30 @@ static int fork_storm(const char *self, double seconds)
     return 0;
 }
 
+static int named_execs(const char *self, int total)
+{
+    for (int count = 0; count < 1000; ++count) {
+        char name[TRACE_EVENT_NAME_MAX];
+        snprintf(name, sizeof name, "x%04d.%0*d", count, TRACE_EVENT_NAME_MAX - 7, count);
+        named(name);
+    }
+    for (int i = 0; i < total; ++i) {
+        pid_t child = fork();
+        if (child < 0)
+            return 2;
+        if (child == 0) {
+            char index[16];
+            snprintf(index, sizeof index, "%d", i);
+            execl(self, self, "child", index, (char *)NULL);
+            _exit(3);
+        }
+        if (waitpid(child, NULL, 0) != child)
+            return 2;
+    }
+    emit_int(named("named-execs.done"), total);
+    return 0;
+}
+
 static int hold_children(int total)
 {
     int gate[2];
@@ -372,6 +400,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && argc <= 4 && strcmp(argv[1], "names") == 0)
         return many_names(argv[0], argc > 2 ? argv[2][0] : 'n', argc > 3 ? argv[3] : NULL);
+    if (argc == 3 && strcmp(argv[1], "named-execs") == 0)
+        return named_execs(argv[0], atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "hold") == 0)
         return hold_children(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
@@ -387,7 +417,7 @@ int main(int argc, char **argv)
     if (argc == 4 && strcmp(argv[1], "truncate") == 0)
         return truncated_libraries(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: abuser names [PREFIX [NEXT]] | threads N | forks SECONDS | "
-                    "hold N | reuse DIRECTORY | dlopen DIRECTORY N SECONDS | "
+                    "named-execs N | hold N | reuse DIRECTORY | dlopen DIRECTORY N SECONDS | "
                     "truncate DIRECTORY N\n");
     return 2;
 }

@@ -3,9 +3,9 @@
  * events through the old image's names, and never attach the new image's
  * probes.
  *
- *   exec_under_flood COPY
+ *   exec_under_flood
  *       Pins itself to CPU 0 at real-time priority, names "first" then
- *       "second", says "ready". At each line "go N" it emits "first" events
+ *       "second", says "ready". At each line "go N COPY" it emits "first" events
  *       without data until CPU 0's ring is surely full, to the last bytes
  *       that could hold a record (a tracer whose threads are pinned to CPU 0
  *       cannot drain it meanwhile), forks a child that execs "COPY image N" at once, waits
@@ -16,8 +16,8 @@
  *       waiting up to 3 s for that (sleeping: the tracer drains meanwhile);
  *       says "loaded N 1" if it fired, "loaded N 0" if not.
  *   exec_under_flood image N
- *       COPY is another file than this one: its probes are attached only by
- *       a tracer that saw it mapped. Names "second" then "first", the other
+ *       COPY is a copy of this program, another file each round: its probes
+ *       are attached only by a tracer that saw it mapped. Names "second" then "first", the other
  *       way round (their ids are the first image's for the other name).
  *       Sleeps 50 ms (CPU 0 is free: the tracer drains), waits up to 3 s for
  *       its exec_under_flood:ping probe to be attached (the kernel raises its
@@ -120,7 +120,7 @@ static void load_library(trace_event_id_t first, const char *library, int round)
     printf("loaded %d %d\n", round, fire ? fire(round, 3000) : 0);
 }
 
-static int flood_and_exec(const char *copy)
+static int flood_and_exec(void)
 {
     if (pin_to_cpu0_in_real_time() != 0) {
         printf("no real-time priority\n");
@@ -130,13 +130,13 @@ static int flood_and_exec(const char *copy)
     named("second");
     printf("ready\n");
     fflush(stdout);
-    char line[4200], library[4097];
+    char line[4200], path[4097];
     int round;
     while (fgets(line, sizeof line, stdin)) {
-        if (sscanf(line, "go %d", &round) == 1)
-            exec_copy(first, copy, round);
-        else if (sscanf(line, "load %d %4096s", &round, library) == 2)
-            load_library(first, library, round);
+        if (sscanf(line, "go %d %4096s", &round, path) == 2)
+            exec_copy(first, path, round);
+        else if (sscanf(line, "load %d %4096s", &round, path) == 2)
+            load_library(first, path, round);
         else
             break;
         fflush(stdout);
@@ -148,8 +148,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "image") == 0)
         return image(atoi(argv[2]));
-    if (argc == 2)
-        return flood_and_exec(argv[1]);
-    fprintf(stderr, "usage: exec_under_flood COPY | exec_under_flood image N\n");
+    if (argc == 1)
+        return flood_and_exec();
+    fprintf(stderr, "usage: exec_under_flood | exec_under_flood image N\n");
     return 2;
 }

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-
 namespace posixtrace {
 
 // Reads `size` bytes at `address` of a process; false when it cannot.
@@ -41,6 +40,15 @@ public:
 
     std::optional<std::string> name_of(trace_event_id_t id);
     std::vector<trace_event_id_t> ids();
+    // What was read so far (the name of id POSIX_TRACE_USER_EVENT_FIRST + i
+    // at i), without reading again.
+    const std::vector<std::string> &names_read() const { return names_; }
+    // Takes back what reads after the first `count` names added.
+    void forget_names_after(size_t count)
+    {
+        if (count < names_.size())
+            names_.resize(count);
+    }
 
 private:
     bool locate();

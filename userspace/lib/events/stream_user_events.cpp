@@ -75,7 +75,21 @@ size_t StreamUserEvents::index_of(pid_t pid, uint32_t image)
     adopted->image = image;
     adopted->reader = pid;
     give_numbering(image, std::move(adopted));
-    return numbering_of_image_[image];
+    size_t index = numbering_of_image_[image];
+    now_runs(pid, image);
+    return index;
+}
+
+// What the image ran before recorded, it recorded before the record or
+// event that tells of the new one: all of it is delivered.
+void StreamUserEvents::now_runs(pid_t pid, uint32_t image)
+{
+    auto [at, added] = image_of_pid_.try_emplace(pid, image);
+    if (added || at->second == image)
+        return;
+    uint32_t previous = at->second;
+    at->second = image;
+    drop_numbering(previous);
 }
 
 void StreamUserEvents::learned(pid_t pid, uint32_t image, trace_event_id_t local_id,
@@ -100,6 +114,7 @@ void StreamUserEvents::forked(pid_t parent, uint32_t parent_image, pid_t child,
     size_t from_index = index_of(parent, parent_image);
     if (from_index == 0 && self_) { // the family shares this process's table
         numbering_of_image_[child_image] = 0;
+        now_runs(child, child_image);
         return;
     }
     Numbering &from = *numberings_[from_index];
@@ -113,25 +128,30 @@ void StreamUserEvents::forked(pid_t parent, uint32_t parent_image, pid_t child,
     copy->reader = child;
     copy->image = child_image;
     give_numbering(child_image, std::move(copy));
+    now_runs(child, child_image);
 }
 
 void StreamUserEvents::execed(pid_t pid, uint32_t image)
 {
-    if (pid == primary_) { // the stream's numbering is now only what was learned
-        numberings_[0]->memory.reset();
-        numberings_[0]->reader = 0;
+    if (pid == primary_) { // the stream's numbering keeps what it has
+        Numbering &own = *numberings_[0];
+        stop_reading(own, own.memory ? own.memory->names_read().size() : 0);
     }
     auto fresh = std::make_unique<Numbering>();
     fresh->reader = pid;
     fresh->image = image;
     give_numbering(image, std::move(fresh));
+    now_runs(pid, image);
 }
 
 // Its events are all in (an exit is stamped after them): its numbering goes,
 // the stream's ids and names it led to stay.
-void StreamUserEvents::exited(uint32_t image)
+void StreamUserEvents::exited(pid_t pid, uint32_t image)
 {
     drop_numbering(image);
+    if (auto found = image_of_pid_.find(pid);
+        found != image_of_pid_.end() && found->second == image)
+        image_of_pid_.erase(found);
 }
 
 void StreamUserEvents::look_again_at_objects()
@@ -152,8 +172,10 @@ std::vector<uint32_t> StreamUserEvents::images_not_in(const std::set<uint32_t> &
 
 void StreamUserEvents::drop_images(const std::vector<uint32_t> &images)
 {
+    std::set<uint32_t> gone(images.begin(), images.end());
     for (uint32_t image : images)
         drop_numbering(image);
+    std::erase_if(image_of_pid_, [&](const auto &entry) { return gone.count(entry.second) != 0; });
 }
 
 void StreamUserEvents::give_numbering(uint32_t image, std::unique_ptr<Numbering> numbering)
@@ -209,17 +231,19 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
 
 // A name read from the process's memory is the image's only if the process
 // still ran it once the read was done (an exec in between takes the table
-// away). Inside execve, between the new memory and the new number, the new
-// image's libraries are not mapped yet and its code has not run: no table
-// of its names can be read there.
+// away); what earlier reads found stays known after the process is gone.
+// Inside execve, between the new memory and the new number, the new image's
+// libraries are not mapped yet and its code has not run: no table of its
+// names can be read there.
 std::optional<std::string> StreamUserEvents::read_memory(Numbering &numbering,
                                                          trace_event_id_t local_id)
 {
-    if (numbering.image != PT_IMAGE_NONE && image_of_(numbering.reader) != numbering.image) {
-        numbering.memory.reset(); // another image, or gone: only what was learned
-        numbering.reader = 0;
-        return std::nullopt;
-    }
+    auto kept_name = [&]() -> std::optional<std::string> {
+        auto kept = numbering.names.find(local_id);
+        return kept == numbering.names.end() ? std::nullopt : std::optional(kept->second);
+    };
+    if (!still_running(numbering, numbering.memory ? numbering.memory->names_read().size() : 0))
+        return kept_name(); // what it had read became its names
     if (!numbering.memory && !numbering.object_looked_up) {
         numbering.object_looked_up = true;
         if (auto object = user_event_object_of(numbering.reader))
@@ -228,13 +252,31 @@ std::optional<std::string> StreamUserEvents::read_memory(Numbering &numbering,
     }
     if (!numbering.memory)
         return std::nullopt;
+    size_t read_before = numbering.memory->names_read().size();
     std::optional<std::string> name = numbering.memory->name_of(local_id);
-    if (numbering.image != PT_IMAGE_NONE && image_of_(numbering.reader) != numbering.image) {
+    return still_running(numbering, read_before) ? name : kept_name();
+}
+
+bool StreamUserEvents::still_running(Numbering &numbering, size_t kept)
+{
+    if (!numbering.reader)
+        return false;
+    if (numbering.image == PT_IMAGE_NONE || image_of_(numbering.reader) == numbering.image)
+        return true;
+    stop_reading(numbering, kept);
+    return false;
+}
+
+void StreamUserEvents::stop_reading(Numbering &numbering, size_t kept)
+{
+    if (numbering.memory) {
+        numbering.memory->forget_names_after(kept);
+        const auto &read = numbering.memory->names_read();
+        for (size_t i = 0; i < read.size(); ++i) // names learned in-band stay first
+            numbering.names.emplace(POSIX_TRACE_USER_EVENT_FIRST + trace_event_id_t(i), read[i]);
         numbering.memory.reset();
-        numbering.reader = 0;
-        return std::nullopt;
     }
-    return name;
+    numbering.reader = 0;
 }
 
 std::optional<trace_event_id_t> StreamUserEvents::primary_id_of(const std::string &name)
@@ -335,8 +377,12 @@ std::vector<trace_event_id_t> StreamUserEvents::ids()
         all = UserEventRegistry::instance().ids();
     } else {
         local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // locates the memory reader
-        if (own.memory)
+        if (own.memory && still_running(own, own.memory->names_read().size())) {
+            size_t read_before = own.memory->names_read().size();
             all = own.memory->ids();
+            if (!still_running(own, read_before))
+                all.clear(); // what stays is in own.names, added below
+        }
     }
     for (const auto &[id, name] : own.names)
         all.push_back(id);

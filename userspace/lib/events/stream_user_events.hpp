@@ -54,7 +54,7 @@ public:
     void learned(pid_t pid, uint32_t image, trace_event_id_t local_id, std::string name);
     void forked(pid_t parent, uint32_t parent_image, pid_t child, uint32_t child_image);
     void execed(pid_t pid, uint32_t image);
-    void exited(uint32_t image);
+    void exited(pid_t pid, uint32_t image);
     // A process running `image` loaded or unloaded objects.
     void objects_changed(uint32_t image);
     // After lifecycle records were lost: every process's objects are looked
@@ -87,7 +87,15 @@ private:
     size_t index_of(pid_t pid, uint32_t image);
     void give_numbering(uint32_t image, std::unique_ptr<Numbering> numbering);
     void drop_numbering(uint32_t image);
+    // `pid` runs `image` from now on; the numbering of the image it ran
+    // before goes.
+    void now_runs(pid_t pid, uint32_t image);
     std::optional<std::string> read_memory(Numbering &numbering, trace_event_id_t local_id);
+    // Whether the numbering's process still runs its image. If not, its
+    // reader stops: the first `kept` names it read (those read before the
+    // change) become the numbering's own.
+    bool still_running(Numbering &numbering, size_t kept);
+    static void stop_reading(Numbering &numbering, size_t kept);
     std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
     std::optional<trace_event_id_t> primary_id_of(const std::string &name);
     bool primary_names_itself();
@@ -99,6 +107,7 @@ private:
     ImageOf image_of_;
     std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own; null: exited
     std::map<uint32_t, size_t> numbering_of_image_;      // PT_IMAGE_NONE: [0]
+    std::map<pid_t, uint32_t> image_of_pid_;             // as the records said last
     std::map<std::pair<size_t, trace_event_id_t>, trace_event_id_t> translated_;
     // Names only exec'd images registered, with the ids the stream gave them.
     std::map<std::string, trace_event_id_t> foreign_ids_;

@@ -490,7 +490,7 @@ uint32_t KernelProgram::image_of(pid_t tgid) const
     return value;
 }
 
-std::vector<pid_t> KernelProgram::traced_processes() const
+std::vector<pid_t> KernelProgram::traced_processes(bool &complete) const
 {
     std::vector<pid_t> traced;
     uint32_t primary = __atomic_load_n(&skeleton_->bss->primary_tgid, __ATOMIC_SEQ_CST);
@@ -501,9 +501,14 @@ std::vector<pid_t> KernelProgram::traced_processes() const
     int fd = bpf_map__fd(skeleton_->maps.traced_processes);
     __u32 key = 0, next;
     size_t steps = 0;
-    for (bool first = true; steps < 2 * PT_MAX_TRACED_PROCESSES &&
-                            bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0;
-         first = false, ++steps) {
+    complete = false;
+    for (bool first = true;; first = false, ++steps) {
+        if (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) != 0) {
+            complete = true;
+            break;
+        }
+        if (steps == 2 * PT_MAX_TRACED_PROCESSES)
+            break;
         key = next;
         traced.push_back(pid_t(key));
     }

@@ -50,7 +50,8 @@ std::optional<timespec> Stream::drain_timeout_locked() const
 {
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running_ || !pending_system_.empty() || merger_.holding() || images_to_forget_)
+    if (running_ || !pending_system_.empty() || merger_.holding() || images_to_forget_ ||
+        kernel_->lifecycle_lost() != lifecycle_lost_seen_)
         return to_timespec(kDrainPeriodNs);
     return std::nullopt;
 }
@@ -108,24 +109,28 @@ void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
     uint64_t lost = kernel_->lifecycle_lost();
     if (lost == lifecycle_lost_seen_ || !probes_ || now_ns - rescanned_ns_ < kRescanPeriodNs)
         return;
-    lifecycle_lost_seen_ = lost;
     rescanned_ns_ = now_ns;
     std::set<uint32_t> running;
     std::set<pid_t> traced;
-    for (pid_t pid : kernel_->traced_processes())
+    bool complete = false;
+    for (pid_t pid : kernel_->traced_processes(complete))
         if (uint32_t image = kernel_->image_of(pid); image != PT_IMAGE_NONE) {
             running.insert(image);
             traced.insert(pid);
         }
-    for (pid_t pid : probes_->processes())
-        if (!traced.count(pid))
-            probes_->forget(pid);
     for (pid_t pid : traced)
         probes_->refresh(pid);
     user_events_->look_again_at_objects();
-    std::vector<uint32_t> gone = user_events_->images_not_in(running);
-    // An earlier look's images still known are among these.
-    images_to_forget_ = ImagesToForget{now_ns, std::move(gone)};
+    if (!complete)
+        return; // one not listed may still run: nothing forgotten, looked at again next period
+    lifecycle_lost_seen_ = lost;
+    for (pid_t pid : probes_->processes())
+        if (!traced.count(pid))
+            probes_->forget(pid);
+    // Everything an image not running at the look recorded is stamped
+    // before the look ended. An earlier look's images still known are
+    // among these.
+    images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(running)};
 }
 
 // What the kernel side could not record is reported where it happened: a
@@ -422,7 +427,7 @@ void Stream::follow_lifecycle_locked(const pt_record &record)
         break;
     case PT_EVENT_PROCESS_EXIT:
         probes_->forget(pid);
-        user_events_->exited(record.image);
+        user_events_->exited(pid, record.image);
         break;
     case PT_EVENT_USER_NAME:
         if (record.data_len == sizeof(pt_user_name)) {
