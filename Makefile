@@ -171,6 +171,15 @@ $(BUILD)/bench/bench_lttng: bench/lttng/bench_lttng.c bench/lttng/bench_tp.c ben
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Ibench/lttng -o $@ bench/lttng/bench_lttng.c bench/lttng/bench_tp.c -llttng-ust -ldl -pthread
 
+# The plain libbpf reference of the uprobe path (make bench only).
+$(BUILD)/gen/usdt_copy.bpf.o: bench/reference/usdt_copy.bpf.c $(VMLINUX)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -I$(BUILD)/gen -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
+$(BUILD)/gen/usdt_copy.skel.h: $(BUILD)/gen/usdt_copy.bpf.o
+	$(BPFTOOL) gen skeleton $< name usdt_copy_bpf > $@.tmp && mv $@.tmp $@
+$(BUILD)/bench/usdt_reference: bench/reference/usdt_reference.cpp $(BUILD)/gen/usdt_copy.skel.h
+	@mkdir -p $(@D)
+	$(CXX) -O2 -g -std=c++20 $(WARNINGS) -I$(BUILD)/gen -o $@ $< -lbpf -lelf -lz -pthread
+
 $(BUILD)/bench/%: bench/%.cpp bench/bench_support.hpp $(SHLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)
@@ -209,7 +218,7 @@ stress:
 bench:
 	@scripts/install-deps.sh
 	@scripts/mount-tracefs.sh
-	@$(MAKE) --no-print-directory all $(BUILD)/bench/bench_lttng
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/bench_lttng $(BUILD)/bench/usdt_reference
 	@bench/run.sh $(BUILD)
 	@echo; bench/thread_switches.sh $(BUILD)
 	@echo; bench/log_bench.sh $(BUILD)

@@ -29,7 +29,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kPayload = 64;
 
 struct Kept {
     uint64_t events = 0;
@@ -68,18 +67,7 @@ double emit_burst(trace_event_id_t id, long total, int threads)
     std::vector<double> ns(size_t(threads), 0);
     std::vector<std::thread> emitters;
     for (int t = 0; t < threads; ++t)
-        emitters.emplace_back([&, t] {
-            long count = total / threads;
-            unsigned char payload[kPayload];
-            std::memset(payload, 0xab, sizeof payload);
-            auto begin = Clock::now();
-            for (long i = 0; i < count; ++i) {
-                std::memcpy(payload, &i, sizeof i);
-                posix_trace_event(id, payload, sizeof payload);
-            }
-            std::chrono::duration<double, std::nano> spent = Clock::now() - begin;
-            ns[size_t(t)] = spent.count() / double(count);
-        });
+        emitters.emplace_back([&, t] { ns[size_t(t)] = emit_payload64(id, total / threads); });
     for (auto &emitter : emitters)
         emitter.join();
     double mean = 0;

@@ -30,15 +30,7 @@ constexpr size_t kPayload = 64;
 
 double emit_ns_per_event(trace_event_id_t id, long count)
 {
-    unsigned char payload[kPayload];
-    std::memset(payload, 0xab, sizeof payload);
-    auto begin = Clock::now();
-    for (long i = 0; i < count; ++i) {
-        std::memcpy(payload, &i, sizeof i);
-        posix_trace_event(id, payload, sizeof payload);
-    }
-    std::chrono::duration<double, std::nano> elapsed = Clock::now() - begin;
-    return elapsed.count() / double(count);
+    return emit_payload64(id, count);
 }
 
 struct ReadTotals {
@@ -62,8 +54,8 @@ void read_stream(trace_id_t trid, trace_event_id_t user_id, std::atomic<bool> &s
             deadline.tv_sec++;
             deadline.tv_nsec -= 1'000'000'000;
         }
-        int err = posix_trace_timedgetnext_event(trid, &info, data, sizeof data, &len,
-                                                 &unavailable, &deadline);
+        int err = posix_trace_timedgetnext_event(trid, &info, data, sizeof data, &len, &unavailable,
+                                                 &deadline);
         if (err == ETIMEDOUT) {
             if (stop.load())
                 return;
@@ -135,10 +127,10 @@ int run_stream(trace_event_id_t id, long count, int emitters, double per_second 
     for (double c : cost)
         mean_cost += c / emitters;
     uint64_t emitted = uint64_t(count) * emitters;
-    std::printf("ns_per_event=%.1f emitted=%lu read=%lu lost=%lu emit_rate=%.0f delivered_rate=%.0f\n",
-                mean_cost, (unsigned long)emitted, (unsigned long)totals.user,
-                (unsigned long)totals.lost, double(emitted) / emit_seconds,
-                double(totals.user) / total_seconds);
+    std::printf(
+        "ns_per_event=%.1f emitted=%lu read=%lu lost=%lu emit_rate=%.0f delivered_rate=%.0f\n",
+        mean_cost, (unsigned long)emitted, (unsigned long)totals.user, (unsigned long)totals.lost,
+        double(emitted) / emit_seconds, double(totals.user) / total_seconds);
     return totals.user + totals.lost == emitted ? 0 : 2;
 }
 
@@ -149,7 +141,9 @@ volatile sig_atomic_t go = 0;
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s untraced|stream|external|sustained COUNT | paced RATE COUNT\n", argv[0]);
+        std::fprintf(stderr,
+                     "usage: %s untraced|stream|external|sustained COUNT | paced RATE COUNT\n",
+                     argv[0]);
         return 1;
     }
     std::string mode = argv[1];

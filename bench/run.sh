@@ -66,6 +66,12 @@ collect "uprobe floor: empty BPF program on the probe (bpftrace {})" under_bpftr
 stream_line() { "$bin" stream "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "lost=" v["lost"]}'; }
 mode_cost() { "$bin" "$1" "$events" | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2; }
 uprobe_path() { POSIXTRACE_USER_EVENTS=kernel "$@"; } # as a stream of another process gets them
+# The uprobe path's reference: what libbpf alone does on the same probe.
+reference() { "$build/bench/usdt_reference" "$1" "$bin" "$lib" "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "kept=" v["kept"] " lost=" v["lost"]}'; }
+if [ -x "$build/bench/usdt_reference" ]; then
+    collect "plain libbpf on the probe: empty program" reference empty
+    collect "plain libbpf: 64 bytes to a ring buffer, consumer thread" reference copy
+fi
 collect "posixtrace lanes: stream suspended" mode_cost stream-suspended
 collect "posixtrace lanes: event type filtered out" mode_cost stream-filtered
 collect "posixtrace lanes: stream, reader draining with getnext" stream_line
