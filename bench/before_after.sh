@@ -17,8 +17,7 @@ git worktree add -q --detach "$tmp/tree" "$rev" || exit 1
 make -s -C "$tmp/tree" -j"$(nproc)" BUILD=build all >/dev/null 2>&1 || { echo "building $rev failed"; exit 1; }
 before=$tmp/tree/build
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
+source "$(dirname "$0")/common.sh"
 
 # ns per posix_trace_event() with a reader draining the stream (64 bytes)
 user_event() { "$1/bench/bench_user_event" stream "$events" | field ns_per_event; }

@@ -12,8 +12,7 @@ runs=${BENCH_RUNS:-3}
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+source "$(dirname "$0")/common.sh"
 
 # label, command printing "ns_per_event=.. kept=..": median ns and the
 # smallest and largest kept over the runs; a failed run is said, never hidden.

@@ -18,7 +18,7 @@ script_file=$(mktemp --suffix=.py)
 trap 'rm -f "$script_file"' EXIT
 printf '%s\n' "$script" >"$script_file"
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+source "$(dirname "$0")/common.sh"
 loop_seconds() { grep -o 'loop_seconds=[0-9.]*' "$1" | cut -d= -f2; }
 
 untraced() {

@@ -8,8 +8,7 @@ lib=$(readlink -f "$build/lib/libposixtrace.so.1")
 events=${BENCH_EVENTS:-2000000}
 runs=${BENCH_RUNS:-3}
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-field() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
+source "$(dirname "$0")/common.sh"
 
 # Runs the bench in external mode under a bpftrace program; prints ns/event
 # and, for a printing program, how many of the events its output is missing.

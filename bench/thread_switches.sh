@@ -12,7 +12,7 @@ td_events=td:switchto,td:switchfrom,td:sleep,td:ready
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+source "$(dirname "$0")/common.sh"
 seconds() { grep -o 'seconds=[0-9.]*' "$1" | cut -d= -f2; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 row() { printf "| %-62s | %8s | %8s | %-36s |\n" "$@"; }

@@ -13,7 +13,6 @@
  * delivered. They wake the reader at once: probes of a new image are due.
  */
 
-
 struct lifecycle {
     struct cpu_slot slot;
     __u32 event_id;

@@ -32,30 +32,40 @@ struct LinkDeleter {
     void operator()(bpf_link *link) const { bpf_link__destroy(link); }
 };
 
-// The emitter, started with its stdout on a pipe; its pid once it is ready.
+// The emitter, started with its stdout on a pipe; its pid once it is
+// ready. One left waiting for its signal (an attach that failed) is killed.
 struct Emitter {
     pid_t pid = -1;
     FILE *out = nullptr;
+    ~Emitter()
+    {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+        if (out)
+            fclose(out);
+    }
 };
 
-Emitter start_emitter(const char *bench, const char *count)
+// False if it could not be started or did not say it was ready.
+bool start_emitter(Emitter &emitter, const char *bench, const char *count)
 {
     int pipe_fds[2];
     if (pipe(pipe_fds) != 0)
-        return {};
-    pid_t pid = fork();
-    if (pid == 0) {
+        return false;
+    emitter.pid = fork();
+    if (emitter.pid == 0) {
         dup2(pipe_fds[1], 1);
         close(pipe_fds[0]);
         execl(bench, bench, "external", count, (char *)nullptr);
         _exit(127);
     }
     close(pipe_fds[1]);
-    Emitter emitter{pid, fdopen(pipe_fds[0], "r")};
+    emitter.out = fdopen(pipe_fds[0], "r");
     char line[128];
-    if (!emitter.out || !fgets(line, sizeof line, emitter.out) || !strstr(line, "ready"))
-        emitter.pid = -1;
-    return emitter;
+    return emitter.pid > 0 && emitter.out && fgets(line, sizeof line, emitter.out) &&
+           strstr(line, "ready");
 }
 
 } // namespace
@@ -68,8 +78,8 @@ int main(int argc, char **argv)
         return 2;
     }
     bool copy = strcmp(argv[1], "copy") == 0;
-    Emitter emitter = start_emitter(argv[2], argv[4]);
-    if (emitter.pid < 0)
+    Emitter emitter;
+    if (!start_emitter(emitter, argv[2], argv[4]))
         return 1;
     std::unique_ptr<usdt_copy_bpf, SkeletonDeleter> skeleton(usdt_copy_bpf__open());
     if (!skeleton)
@@ -104,6 +114,7 @@ int main(int argc, char **argv)
     char line[128] = {};
     bool said = fgets(line, sizeof line, emitter.out) != nullptr;
     waitpid(emitter.pid, nullptr, 0);
+    emitter.pid = -1;
     done = true;
     consumer.join();
     const char *cost = said ? strstr(line, "ns_per_event=") : nullptr;

@@ -5,11 +5,12 @@
  *
  *   exec_under_flood
  *       Pins itself to CPU 0 at real-time priority, names "first" then
- *       "second", says "ready". At each line "go N COPY" it emits "first" events
- *       without data until CPU 0's ring is surely full, to the last bytes
- *       that could hold a record (a tracer whose threads are pinned to CPU 0
- *       cannot drain it meanwhile), forks a child that execs "COPY image N" at once, waits
- *       for it, and says "done N PID" (the child's pid), or "failed N".
+ *       "second", says "ready". At each line "go N COPY" it emits "first"
+ *       events without data until CPU 0's ring is surely full, to the last
+ *       bytes that could hold a record (a tracer whose threads are pinned to
+ *       CPU 0 cannot drain it meanwhile), forks a child that execs "COPY
+ *       image N" at once, waits for it, and says "done N PID" (the child's
+ *       pid), or "failed N".
  *       At each line "load N LIBRARY" it fills the ring the same way, loads
  *       LIBRARY (a copy of libgatedlib.so) with dlopen, and has it fire its
  *       gatedlib:fire probe (argument: N) 100 ms after the probe is attached,
@@ -17,8 +18,9 @@
  *       says "loaded N 1" if it fired, "loaded N 0" if not.
  *   exec_under_flood image N
  *       COPY is a copy of this program, another file each round: its probes
- *       are attached only by a tracer that saw it mapped. Names "second" then "first", the other
- *       way round (their ids are the first image's for the other name).
+ *       are attached only by a tracer that saw it mapped. Names "second"
+ *       then "first", the other way round (their ids are the first image's
+ *       for the other name).
  *       Sleeps 50 ms (CPU 0 is free: the tracer drains), waits up to 3 s for
  *       its exec_under_flood:ping probe to be attached (the kernel raises its
  *       semaphore), sleeps 100 ms more (the tracer attaches before it
@@ -33,10 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
+#include <trace.h>
 #include <unistd.h>
-
-#include "helpers.h"
 
 POSIX_TRACE_USDT_SEMAPHORE(exec_under_flood, ping);
 

@@ -67,8 +67,10 @@ void StreamUserEvents::set_primary_image(uint32_t image)
 // reads the process's memory while the process runs that image.
 size_t StreamUserEvents::index_of(pid_t pid, uint32_t image)
 {
-    if (image == PT_IMAGE_NONE)
-        return 0; // this process's lanes: the stream's own numbering
+    // This process's lanes, or the primary's first image: the usual case,
+    // per event, without a lookup.
+    if (image == PT_IMAGE_NONE || image == numberings_[0]->image)
+        return 0;
     if (auto found = numbering_of_image_.find(image); found != numbering_of_image_.end())
         return found->second;
     auto adopted = std::make_unique<Numbering>();
@@ -133,10 +135,8 @@ void StreamUserEvents::forked(pid_t parent, uint32_t parent_image, pid_t child,
 
 void StreamUserEvents::execed(pid_t pid, uint32_t image)
 {
-    if (pid == primary_) { // the stream's numbering keeps what it has
-        Numbering &own = *numberings_[0];
-        stop_reading(own, own.memory ? own.memory->names_read().size() : 0);
-    }
+    if (pid == primary_) // the stream's numbering keeps what it has
+        stop_reading(*numberings_[0], names_read(*numberings_[0]));
     auto fresh = std::make_unique<Numbering>();
     fresh->reader = pid;
     fresh->image = image;
@@ -242,7 +242,7 @@ std::optional<std::string> StreamUserEvents::read_memory(Numbering &numbering,
         auto kept = numbering.names.find(local_id);
         return kept == numbering.names.end() ? std::nullopt : std::optional(kept->second);
     };
-    if (!still_running(numbering, numbering.memory ? numbering.memory->names_read().size() : 0))
+    if (!still_running(numbering, names_read(numbering)))
         return kept_name(); // what it had read became its names
     if (!numbering.memory && !numbering.object_looked_up) {
         numbering.object_looked_up = true;
@@ -252,7 +252,7 @@ std::optional<std::string> StreamUserEvents::read_memory(Numbering &numbering,
     }
     if (!numbering.memory)
         return std::nullopt;
-    size_t read_before = numbering.memory->names_read().size();
+    size_t read_before = names_read(numbering);
     std::optional<std::string> name = numbering.memory->name_of(local_id);
     return still_running(numbering, read_before) ? name : kept_name();
 }
@@ -265,6 +265,11 @@ bool StreamUserEvents::still_running(Numbering &numbering, size_t kept)
         return true;
     stop_reading(numbering, kept);
     return false;
+}
+
+size_t StreamUserEvents::names_read(const Numbering &numbering)
+{
+    return numbering.memory ? numbering.memory->names_read().size() : 0;
 }
 
 void StreamUserEvents::stop_reading(Numbering &numbering, size_t kept)
@@ -377,8 +382,8 @@ std::vector<trace_event_id_t> StreamUserEvents::ids()
         all = UserEventRegistry::instance().ids();
     } else {
         local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // locates the memory reader
-        if (own.memory && still_running(own, own.memory->names_read().size())) {
-            size_t read_before = own.memory->names_read().size();
+        if (own.memory && still_running(own, names_read(own))) {
+            size_t read_before = names_read(own);
             all = own.memory->ids();
             if (!still_running(own, read_before))
                 all.clear(); // what stays is in own.names, added below

@@ -96,6 +96,7 @@ private:
     // change) become the numbering's own.
     bool still_running(Numbering &numbering, size_t kept);
     static void stop_reading(Numbering &numbering, size_t kept);
+    static size_t names_read(const Numbering &numbering);
     std::optional<std::string> local_name(Numbering &numbering, trace_event_id_t local_id);
     std::optional<trace_event_id_t> primary_id_of(const std::string &name);
     bool primary_names_itself();

@@ -110,8 +110,9 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
 }
 
 // Each update of a map of maps waits for an RCU grace period (8-14 ms on
-// a VM), so the rings go in as one batch: one wait, however many CPUs.
-// Kernels without batches for this map type take them one by one.
+// a VM), so the rings go in as one batch: since Linux 6.8 a batch waits
+// once, however many CPUs. Kernels without batches for this map type take
+// them one by one.
 int KernelProgram::fill_ring_table()
 {
     int table = bpf_map__fd(skeleton_->maps.rings);
@@ -490,31 +491,27 @@ uint32_t KernelProgram::image_of(pid_t tgid) const
     return value;
 }
 
-std::vector<pid_t> KernelProgram::traced_processes(bool &complete) const
+KernelProgram::RunningImages KernelProgram::running_images() const
 {
-    std::vector<pid_t> traced;
+    RunningImages running;
     uint32_t primary = __atomic_load_n(&skeleton_->bss->primary_tgid, __ATOMIC_SEQ_CST);
     if (primary != 0 && primary != PT_PRIMARY_ENDED)
-        traced.push_back(pid_t(primary));
+        running.by_process[pid_t(primary)] =
+            __atomic_load_n(&skeleton_->bss->primary_image, __ATOMIC_SEQ_CST);
     // A key deleted meanwhile (an exit) sends the walk back to the start:
     // bounded, and each process listed once.
     int fd = bpf_map__fd(skeleton_->maps.traced_processes);
-    __u32 key = 0, next;
-    size_t steps = 0;
-    complete = false;
-    for (bool first = true;; first = false, ++steps) {
-        if (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) != 0) {
-            complete = true;
+    __u32 key = 0, next, image;
+    for (size_t steps = 0; steps < 2 * PT_MAX_TRACED_PROCESSES; ++steps) {
+        if (bpf_map_get_next_key(fd, steps ? &key : nullptr, &next) != 0) {
+            running.complete = true;
             break;
         }
-        if (steps == 2 * PT_MAX_TRACED_PROCESSES)
-            break;
         key = next;
-        traced.push_back(pid_t(key));
+        if (bpf_map_lookup_elem(fd, &key, &image) == 0 && image != PT_IMAGE_NONE)
+            running.by_process[pid_t(key)] = image;
     }
-    std::sort(traced.begin(), traced.end());
-    traced.erase(std::unique(traced.begin(), traced.end()), traced.end());
-    return traced;
+    return running;
 }
 
 int KernelProgram::set_td_process(pid_t tgid, const pt_td_process &process)

@@ -91,10 +91,14 @@ public:
     // The image process `tgid` runs now (posixtrace.h), or PT_IMAGE_NONE
     // when it is not traced.
     uint32_t image_of(pid_t tgid) const;
-    // Every process the kernel side traces now; `complete` false when exits
-    // kept sending the walk of the table back to its start and it gave up
-    // (some may be missing).
-    std::vector<pid_t> traced_processes(bool &complete) const;
+    // Every process the kernel side traces now, with the image it runs;
+    // `complete` false when exits kept sending the walk of the table back
+    // to its start and it gave up (some may be missing).
+    struct RunningImages {
+        std::map<pid_t, uint32_t> by_process;
+        bool complete = false;
+    };
+    RunningImages running_images() const;
 
     // ---- thread events: the masks and message buffers of the seed, in maps.
     // A process gets the seed's reporting rule once it has an entry.

@@ -35,7 +35,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
-    // Called by the drain, under the stream's lock, while the kernel side lives.
+    // Called under the stream's lock; the kernel side goes only at shutdown.
     user_events_ = std::make_unique<StreamUserEvents>(
         target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; });
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load

@@ -245,9 +245,11 @@ private:
     std::optional<SharedUserEventNames> shared_names_;
     LibraryThreads::Snapshot library_threads_; // as of the current drain pass
     std::unique_ptr<ProbeAttacher> probes_;
-    // Lifecycle records that found no room, as last looked at, and when.
+    // Lifecycle records that found no room, as last looked at, when, and
+    // how many processes that look found.
     uint64_t lifecycle_lost_seen_ = 0;
     uint64_t rescanned_ns_ = 0; // monotonic
+    size_t processes_rescanned_ = 0;
     // Images no process ran at the last rescan: forgotten once everything
     // stamped before that look is delivered.
     struct ImagesToForget {

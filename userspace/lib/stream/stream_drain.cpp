@@ -99,38 +99,40 @@ void Stream::drain_pass_locked()
 
 // The stream follows its processes by their fork, exec, exit and link-map
 // records. When one found no room, the stream looks at every traced process
-// instead, at most once a period: probes are attached in the objects each
-// maps now (a new image's, a dlopened library's), processes gone are
-// forgotten, and so, once all they recorded is delivered, are the images no
-// process runs any more. Events of an image the stream was not told of are
-// named by that image's own names (StreamUserEvents).
+// instead, at most once a period (longer in proportion past
+// kProcessesRescannedEachPeriod processes: a process that keeps records
+// from fitting cannot keep the drain reading /proc): probes are attached in
+// the objects each maps now (a new image's, a dlopened library's),
+// processes gone are forgotten, and so, once all they recorded is
+// delivered, are the images no process runs any more. Events of an image
+// the stream was not told of are named by that image's own names
+// (StreamUserEvents).
 void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
 {
     uint64_t lost = kernel_->lifecycle_lost();
-    if (lost == lifecycle_lost_seen_ || !probes_ || now_ns - rescanned_ns_ < kRescanPeriodNs)
+    uint64_t period = kRescanPeriodNs *
+                      std::max<uint64_t>(1, processes_rescanned_ / kProcessesRescannedEachPeriod);
+    if (lost == lifecycle_lost_seen_ || !probes_ || now_ns - rescanned_ns_ < period)
         return;
     rescanned_ns_ = now_ns;
-    std::set<uint32_t> running;
-    std::set<pid_t> traced;
-    bool complete = false;
-    for (pid_t pid : kernel_->traced_processes(complete))
-        if (uint32_t image = kernel_->image_of(pid); image != PT_IMAGE_NONE) {
-            running.insert(image);
-            traced.insert(pid);
-        }
-    for (pid_t pid : traced)
+    KernelProgram::RunningImages running = kernel_->running_images();
+    processes_rescanned_ = running.by_process.size();
+    for (const auto &[pid, image] : running.by_process)
         probes_->refresh(pid);
     user_events_->look_again_at_objects();
-    if (!complete)
+    if (!running.complete)
         return; // one not listed may still run: nothing forgotten, looked at again next period
     lifecycle_lost_seen_ = lost;
+    std::set<uint32_t> images;
+    for (const auto &[pid, image] : running.by_process)
+        images.insert(image);
     for (pid_t pid : probes_->processes())
-        if (!traced.count(pid))
+        if (!running.by_process.count(pid))
             probes_->forget(pid);
     // Everything an image not running at the look recorded is stamped
     // before the look ended. An earlier look's images still known are
     // among these.
-    images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(running)};
+    images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(images)};
 }
 
 // What the kernel side could not record is reported where it happened: a

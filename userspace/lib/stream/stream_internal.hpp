@@ -25,8 +25,10 @@ inline constexpr uint64_t kMissesPeriodPasses = 8;
 // this often.
 inline constexpr uint64_t kLaneReclaimPeriodNs = 20'000'000;
 // After lifecycle records were lost, the traced processes are looked at
-// again at most this often (a /proc scan of each).
+// again at most this often (a /proc scan of each) while at most this many
+// are traced; past that, less often in proportion.
 inline constexpr uint64_t kRescanPeriodNs = 10'000'000;
+inline constexpr uint64_t kProcessesRescannedEachPeriod = 100;
 // Lanes of threads that exited are looked for as often, while at most this
 // many lanes are in use; past that, less often in proportion (a system call
 // a lane: a thousand idle threads would cost the drain a tenth of a CPU).
