@@ -115,7 +115,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/text_file.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \
-                 $(BUILD)/obj/userspace/lib/util/mirrored_memory.o
+                 $(BUILD)/obj/userspace/lib/stream/chunk_pool.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -lz -pthread

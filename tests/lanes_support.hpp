@@ -2,10 +2,14 @@
 // and calls that fault and leave through siglongjmp.
 #pragma once
 #include <alloca.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -92,6 +96,59 @@ inline LaneMemory lane_memory()
     }
     return total;
 }
+
+// The tid of this process's thread named `name` (the newest, if several);
+// 0 if none.
+inline pid_t thread_named(const std::string &name)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    pid_t found = 0;
+    while (dirent *entry = tasks ? readdir(tasks) : nullptr) {
+        std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+        std::string thread_name;
+        if (std::getline(comm, thread_name) && thread_name == name)
+            found = std::max<pid_t>(found, pid_t(std::atoi(entry->d_name)));
+    }
+    if (tasks)
+        closedir(tasks);
+    return found;
+}
+
+// While it lives, the calling thread keeps the stream's drain thread from
+// running: both on one CPU, the caller real-time (SCHED_FIFO), so the drain
+// runs only once the caller blocks or this ends. What the caller emits
+// meanwhile waits in the lanes (or the kernel's ring), as when emitting
+// threads take every CPU.
+class DrainStarved {
+public:
+    DrainStarved()
+    {
+        drain_ = thread_named("posixtrace-drn");
+        REQUIRE(drain_ > 0);
+        REQUIRE(sched_getaffinity(0, sizeof caller_cpus_, &caller_cpus_) == 0);
+        REQUIRE(sched_getaffinity(drain_, sizeof drain_cpus_, &drain_cpus_) == 0);
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        REQUIRE(sched_setaffinity(drain_, sizeof one, &one) == 0);
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+        sched_param real_time{1};
+        REQUIRE(pthread_setschedparam(pthread_self(), SCHED_FIFO, &real_time) == 0);
+    }
+    ~DrainStarved()
+    {
+        sched_param normal{0};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+        sched_setaffinity(0, sizeof caller_cpus_, &caller_cpus_);
+        sched_setaffinity(drain_, sizeof drain_cpus_, &drain_cpus_);
+    }
+    DrainStarved(const DrainStarved &) = delete;
+    DrainStarved &operator=(const DrainStarved &) = delete;
+
+private:
+    pid_t drain_ = 0;
+    cpu_set_t caller_cpus_{}, drain_cpus_{};
+};
 
 inline StreamGuard started_stream(size_t stream_size = 0)
 {

@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "stream/chunk_pool.hpp"
 #include "stream/local_ring.hpp"
 #include "stream/ring_merger.hpp"
 
+using posixtrace::ChunkPool;
 using posixtrace::LocalRing;
 using posixtrace::RecordRing;
 using posixtrace::RingMerger;
@@ -48,11 +50,17 @@ bool write_record(LocalRing &ring, uint32_t data_len, uint8_t fill, uint64_t sta
 
 } // namespace
 
-// No record runs past the end of the ring: one that would is placed at
-// the start, and the rest of the ring is a discarded record.
-TEST_CASE("local ring: records read back in place, across the end of the ring", "[local-ring]")
+// A pool of page-sized chunks, `allowed` of which may exist.
+struct SmallPool : ChunkPool {
+    explicit SmallPool(uint32_t allowed) : ChunkPool(4096, 64) { allow(allowed); }
+};
+
+// No record runs past the end of a chunk: one that would starts the next
+// chunk, and the rest of its own is a discarded record.
+TEST_CASE("local ring: records read back in place, across the ends of chunks", "[local-ring]")
 {
-    LocalRing ring(4096);
+    SmallPool pool(2);
+    LocalRing ring(pool, 2);
     REQUIRE(ring.mapped());
     uint64_t read = 0;
     size_t fillers = 0;
@@ -78,12 +86,14 @@ TEST_CASE("local ring: records read back in place, across the end of the ring", 
     }
     CHECK(read == ring.producer());
     CHECK(ring.lost() == 0);
-    CHECK(fillers > 0); // records that would have run past the end
+    CHECK(fillers > 0);      // records that would have run past the end
+    CHECK(pool.made() == 2); // the chunks read are taken again
 }
 
 TEST_CASE("local ring: a reserved record is busy to the reader until committed", "[local-ring]")
 {
-    LocalRing ring(4096);
+    SmallPool pool(1);
+    LocalRing ring(pool, 2);
     pt_record *record = ring.reserve(8);
     REQUIRE(record);
     CHECK(ring.at(0).slot == RecordRing::Slot::Busy);
@@ -95,19 +105,82 @@ TEST_CASE("local ring: a reserved record is busy to the reader until committed",
     CHECK(committed.size == ring.producer());
 }
 
-TEST_CASE("local ring: a full ring counts every record it had no room for", "[local-ring]")
+TEST_CASE("local ring: a ring the pool has no chunk for counts every record it could not hold",
+          "[local-ring]")
 {
-    LocalRing ring(4096);
+    SmallPool pool(1);
+    LocalRing ring(pool, 2);
     // 48-byte records with 8 bytes of header: 73 fit in 4,096 bytes (73 * 56).
     int written = 0;
     for (int i = 0; i < 100; ++i)
         written += write_record(ring, 0, 0, uint64_t(i));
     CHECK(written == 4096 / 56);
     CHECK(ring.lost() == uint64_t(100 - written));
-    CHECK_FALSE(ring.reserve(4097)); // larger than the ring: never fits
+    CHECK_FALSE(ring.reserve(4097)); // larger than a chunk: never fits
     CHECK(ring.lost() == uint64_t(100 - written + 1));
-    ring.release(ring.producer()); // read: room again
+    ring.release(ring.producer()); // read: the chunk is free again
     CHECK(write_record(ring, 0, 0, 0));
+    CHECK(pool.made() == 1);
+}
+
+// What a ring holds is bounded by its pool, not by a size of its own: one
+// ring takes every chunk the pool allows while nobody reads, and a ring
+// that had none takes them once the first is read.
+TEST_CASE("local ring: rings share their pool's chunks, taken as they fill", "[local-ring]")
+{
+    SmallPool pool(8);
+    LocalRing first(pool, 16), second(pool, 16);
+    int written = 0;
+    while (write_record(first, 0, 0, 1))
+        ++written;
+    CHECK(written == 8 * (4096 / 56));
+    CHECK_FALSE(write_record(second, 0, 0, 2)); // every chunk is the first ring's
+    CHECK(second.lost() == 1);
+    first.release(first.producer()); // read: every chunk goes back to the pool
+    int second_written = 0;
+    while (write_record(second, 0, 0, 2))
+        ++second_written;
+    CHECK(second_written == 8 * (4096 / 56));
+    CHECK(pool.made() == 8);
+}
+
+// A ring may hold no more chunks than its table has entries, however many
+// the pool allows.
+TEST_CASE("local ring: a ring holds at most its own number of chunks", "[local-ring]")
+{
+    SmallPool pool(8);
+    LocalRing ring(pool, 4);
+    int written = 0;
+    while (write_record(ring, 0, 0, 1))
+        ++written;
+    CHECK(written == 4 * (4096 / 56));
+    CHECK(pool.made() == 4);
+}
+
+// The reader gives up a record it believes abandoned: should its writer
+// write on, it writes in a chunk the pool never hands to another ring.
+TEST_CASE("local ring: a chunk holding a record the reader gave up is never handed on",
+          "[local-ring]")
+{
+    SmallPool pool(2);
+    LocalRing ring(pool, 4);
+    pt_record *stalled = ring.reserve(16);
+    REQUIRE(stalled);
+    REQUIRE(ring.give_up_reported_by_reader(0));
+    CHECK(ring.at(0).slot == RecordRing::Slot::Discarded);
+    std::memset(stalled->data, 0xee, 16); // the writer, late
+    ring.commit(stalled);
+    CHECK(ring.at(0).slot == RecordRing::Slot::Discarded);
+    int written = 0;
+    while (write_record(ring, 0, 0, 1))
+        ++written;
+    ring.release(ring.producer());
+    LocalRing other(pool, 4);
+    int other_written = 0;
+    while (write_record(other, 0, 0, 2))
+        ++other_written;
+    CHECK(other_written == 4096 / 56); // the second chunk: the first stays the ring's
+    CHECK(pool.made() == 2);
 }
 
 // A child of fork (here, while a record is reserved, as when a signal
@@ -116,7 +189,8 @@ TEST_CASE("local ring: a full ring counts every record it had no room for", "[lo
 // and the parent's ring is unchanged.
 TEST_CASE("local ring: a child of fork writes to zeroed pages of its own", "[local-ring]")
 {
-    LocalRing ring(4096);
+    SmallPool pool(2);
+    LocalRing ring(pool, 2);
     REQUIRE(write_record(ring, 16, 0xaa, 1));
     pt_record *unfinished = ring.reserve(16);
     REQUIRE(unfinished);
@@ -153,9 +227,11 @@ TEST_CASE("local ring: two writing threads merged while they write: in order, no
     constexpr int kWriters = 2;
     constexpr int kRecords = 300'000;
     RingMerger merger;
+    ChunkPool pool(64 * 1024, 64);
+    pool.allow(8); // 256 KiB a writer
     std::vector<LocalRing *> rings;
     for (int i = 0; i < kWriters; ++i) {
-        auto ring = std::make_unique<LocalRing>(256 * 1024);
+        auto ring = std::make_unique<LocalRing>(pool, 4);
         REQUIRE(ring->mapped());
         rings.push_back(ring.get());
         merger.add_ring(std::move(ring), monotonic_ns());

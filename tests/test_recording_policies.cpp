@@ -356,7 +356,9 @@ TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recor
     CPU_SET(0, &cpu0);
     REQUIRE(sched_setaffinity(drain_tid, sizeof cpu0, &cpu0) == 0);
 
-    constexpr uint32_t kEvents = 2000; // 4 KiB each: 8 MiB, far beyond the ring
+    // 4 KiB each: 40 MiB, beyond the kernel's ring and the 32 MiB the lanes
+    // of a small stream may hold
+    constexpr uint32_t kEvents = 10'000;
     std::thread emitter([&] {
         pthread_setaffinity_np(pthread_self(), sizeof cpu0, &cpu0);
         sched_param fifo{1};

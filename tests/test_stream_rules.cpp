@@ -281,7 +281,7 @@ TEST_CASE("posix_spawn follows the inheritance policy as fork does", "[stream][i
 TEST_CASE("INHERITED: a child that emits at once after fork and ends is in the stream",
           "[stream][inherit]")
 {
-    constexpr int kChildren = 200;
+    constexpr int kChildren = 1'000;
     Attr a;
     REQUIRE(posix_trace_attr_setinherited(&a.attr, POSIX_TRACE_INHERITED) == 0);
     StreamGuard stream = make_stream(&a.attr);

@@ -25,6 +25,16 @@ namespace posixtrace {
 
 std::atomic<uint32_t> lanes_in_use{0};
 
+namespace {
+
+constexpr size_t kLaneChunkBytes = 64 * 1024; // the largest record fits in one
+constexpr uint32_t kLaneChunksAtMost = 65536; // 4 GiB of address space
+// A lane's own most: 512 MiB in flight.
+constexpr uint32_t kChunksOfOneLane = 8192;
+static_assert(kLaneChunkBytes >= PT_DATA_SIZE_LIMIT + sizeof(pt_record) + 8);
+
+} // namespace
+
 // In a page of its own that a child of fork sees zeroed (MADV_WIPEONFORK):
 // the lanes are the parent's, and so is the stream.
 struct LaneControl {
@@ -35,13 +45,7 @@ struct LaneControl {
     // stream is never committed under the next.
     std::atomic<uint64_t> generation{0};
     std::atomic<uint32_t> max_data_size{0};
-    std::atomic<size_t> lane_bytes{0};
-    // Lanes of lane_bytes a process may have; its threads' lanes past those
-    // are of kSmallLaneBytes (at most lane_bytes): a thousand emitting
-    // threads then take tens of megabytes, not a per-CPU ring each.
-    std::atomic<size_t> full_lanes_allowed{0};
-    std::atomic<size_t> full_lanes_taken{0}; // lanes of lane_bytes made, and asked for
-    pid_t pid = 0;                           // the process the control is for; 0 in a child of fork
+    pid_t pid = 0; // the process the control is for; 0 in a child of fork
     std::atomic<Lane *> lanes{nullptr};
     std::atomic<uint64_t> no_lane{0};
     // Records a lane had no room for, or that were given up by their own
@@ -49,13 +53,15 @@ struct LaneControl {
     // whatever the number of lanes (each lane counts its own too).
     std::atomic<uint64_t> lost_records{0};
     std::atomic<uint64_t> refused_full{0};
+    // The lanes' memory: what the attached stream allows, and a chunk for
+    // each lane (an idle thread's lane holds one).
+    ChunkPool chunks{kLaneChunkBytes, kLaneChunksAtMost};
 };
 
 namespace {
 
 constexpr unsigned kNestingLevels = 4; // a thread, and signal handlers within
 constexpr size_t kPageBytes = 4096;
-constexpr size_t kSmallLaneBytes = 64 * 1024;
 static_assert(sizeof(LaneControl) <= kPageBytes);
 
 std::atomic<LaneControl *> control_page{nullptr};
@@ -138,46 +144,26 @@ uint64_t stamp_now()
     return to_nanos(now);
 }
 
-size_t small_lane_bytes(const LaneControl &control)
-{
-    return std::min(kSmallLaneBytes, control.lane_bytes.load(std::memory_order_relaxed));
-}
-
-// A lane of one of the two sizes of the attached stream.
-bool fits_stream(const LaneControl &control, const Lane &lane)
-{
-    size_t bytes = lane.ring.bytes();
-    return bytes == control.lane_bytes.load(std::memory_order_relaxed) ||
-           bytes == small_lane_bytes(control);
-}
-
-Lane *take_free_lane(LaneControl &control, pid_t tid, size_t bytes)
+Lane *take_free_lane(LaneControl &control, pid_t tid)
 {
     for (Lane *lane = control.lanes.load(std::memory_order_acquire); lane; lane = lane->next) {
         pid_t free = 0;
-        if (lane->owner.load(std::memory_order_relaxed) == 0 && lane->ring.bytes() == bytes &&
+        if (lane->owner.load(std::memory_order_relaxed) == 0 &&
             lane->owner.compare_exchange_strong(free, tid, std::memory_order_acquire))
             return lane;
     }
     return nullptr;
 }
 
-// A full-sized lane may still be made (the process has fewer than allowed).
-bool take_full_lane_budget(LaneControl &control)
-{
-    return control.full_lanes_taken.fetch_add(1, std::memory_order_relaxed) <
-           control.full_lanes_allowed.load(std::memory_order_relaxed);
-}
-
 // Mapped, never unmapped: the process's lanes outlive every stream.
 // Async-signal-safe: system calls only.
-Lane *new_lane(LaneControl &control, pid_t tid, size_t bytes)
+Lane *new_lane(LaneControl &control, pid_t tid)
 {
     void *memory =
         mmap(nullptr, sizeof(Lane), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED)
         return nullptr;
-    auto *lane = new (memory) Lane(bytes);
+    auto *lane = new (memory) Lane(control.chunks, kChunksOfOneLane);
     if (!lane->ring.mapped()) {
         lane->~Lane();
         munmap(memory, sizeof(Lane));
@@ -194,25 +180,14 @@ Lane *new_lane(LaneControl &control, pid_t tid, size_t bytes)
 
 Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
 {
-    // A lane sized for an earlier stream is given up for one of this
-    // stream's size (it holds nothing of this stream: see attach()).
-    if (Lane *held = me.lane[depth]; held && !fits_stream(control, *held)) {
-        me.lane[depth] = nullptr;
-        held->owner.store(0, std::memory_order_release);
-    }
     if (!me.lane[depth]) {
-        // Full-sized first, while the process may have more of them.
-        size_t full = control.lane_bytes.load(std::memory_order_relaxed);
-        Lane *lane = take_free_lane(control, me.tid, full);
-        if (!lane && take_full_lane_budget(control))
-            lane = new_lane(control, me.tid, full);
+        Lane *lane = take_free_lane(control, me.tid);
         if (!lane)
-            lane = take_free_lane(control, me.tid, small_lane_bytes(control));
-        if (!lane)
-            lane = new_lane(control, me.tid, small_lane_bytes(control));
+            lane = new_lane(control, me.tid);
         if (lane) {
             lane->owner_calls.store(&me, std::memory_order_relaxed);
             lane->owner_level.store(depth, std::memory_order_relaxed);
+            control.chunks.allow_one_more(); // the chunk a lane holds, beyond the stream's
         }
         me.lane[depth] = lane;
     }
@@ -439,6 +414,14 @@ class LaneView final : public RecordRing {
 public:
     LaneView(Lane &lane, pid_t pid) : lane_(lane), pid_(pid) { view_like(lane.ring); }
 
+    bool in_timestamp_order() const override { return true; }
+
+    void release(uint64_t position) override
+    {
+        lane_.ring.hand_back_chunks_before(position);
+        RecordRing::release(position);
+    }
+
     bool give_up_stalled(uint64_t position) override
     {
         pid_t owner = lane_.owner.load(std::memory_order_acquire);
@@ -488,16 +471,17 @@ private:
     uint64_t watched_owner_cpu_ns_ = 0;
 };
 
-// A lane of another size than the stream's is never written again unless a
-// later stream has its size: if free, its pages go back to the system (a
-// lane is never unmapped: see new_lane()). Owned by tid -1 meanwhile, so that
-// no thread takes it.
-void release_pages_if_free(Lane &lane)
+// What a lane holds is an earlier stream's: skipped. A lane no thread holds
+// (tid -1 meanwhile, so none takes it) keeps no chunk.
+void skip_earlier_records(Lane &lane)
 {
     pid_t free = 0;
-    if (!lane.owner.compare_exchange_strong(free, -1, std::memory_order_acquire))
+    if (!lane.owner.compare_exchange_strong(free, -1, std::memory_order_acquire)) {
+        lane.ring.skip_unread();
         return;
-    lane.ring.release_pages();
+    }
+    lane.ring.close_chunk();
+    lane.ring.skip_unread(true);
     lane.owner.store(0, std::memory_order_release);
 }
 
@@ -562,20 +546,13 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
 
 LaneAttachment::LaneAttachment(LaneControl &control) : control_(control) {}
 
-std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, size_t full_lanes,
-                                                       uint32_t max_data_size, RingMerger &merger,
-                                                       uint64_t now_ns)
+std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t budget_bytes, uint32_t max_data_size,
+                                                       RingMerger &merger, uint64_t now_ns)
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
-    if (!control || control->attached.load(std::memory_order_relaxed))
+    if (!control || !control->chunks.valid() || control->attached.load(std::memory_order_relaxed))
         return nullptr;
-    control->lane_bytes.store(lane_bytes, std::memory_order_relaxed);
-    control->full_lanes_allowed.store(full_lanes, std::memory_order_relaxed);
-    size_t full_already = 0; // of an earlier stream of this size
-    for (Lane *lane = control->lanes.load(std::memory_order_acquire); lane; lane = lane->next)
-        full_already += lane->ring.bytes() == lane_bytes;
-    control->full_lanes_taken.store(full_already, std::memory_order_relaxed);
     control->max_data_size.store(std::min<uint32_t>(max_data_size, PT_DATA_SIZE_LIMIT),
                                  std::memory_order_relaxed);
     control->state.store(PT_STREAM_SUSPENDED, std::memory_order_relaxed);
@@ -584,14 +561,15 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t lane_bytes, size_t
     control->generation.fetch_add(1, std::memory_order_seq_cst);
 
     auto attachment = std::make_unique<LaneAttachment>(*control);
+    attachment->budget_chunks_ =
+        std::min<size_t>(budget_bytes / kLaneChunkBytes, kLaneChunksAtMost);
+    attachment->reclaim_lanes_of_exited_threads();
     attachment->lost_before_ = attachment->lost();
     attachment->refused_before_ = attachment->refused_while_full();
     attachment->listed_after_ns_ = now_ns;
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
-        if (!fits_stream(*control, *lane))
-            release_pages_if_free(*lane);
-        lane->ring.skip_unread(); // an earlier stream's
+        skip_earlier_records(*lane);
         merger.add_ring(std::make_unique<LaneView>(*lane, control->pid), now_ns);
     }
     attachment->adopted_head_ = head;
@@ -607,6 +585,7 @@ LaneAttachment::~LaneAttachment()
     control_.generation.fetch_add(1, std::memory_order_seq_cst);
     control_.attached.store(0, std::memory_order_release);
     lanes_in_use.store(0, std::memory_order_release);
+    control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
 }
 
 void LaneAttachment::set_state(pt_stream_state state)
@@ -645,8 +624,16 @@ size_t LaneAttachment::reclaim_lanes_of_exited_threads()
             continue;
         }
         control_.lost_records.fetch_add(lane->ring.abandon_unfinished(), std::memory_order_relaxed);
-        lane->owner.compare_exchange_strong(owner, 0, std::memory_order_release);
+        // Held (tid -1) while its chunk is closed, so that the chunk goes
+        // back once read and an idle lane holds none.
+        if (lane->owner.compare_exchange_strong(owner, -1, std::memory_order_acquire)) {
+            lane->ring.close_chunk();
+            lane->owner.store(0, std::memory_order_release);
+        }
     }
+    // The stream's budget, and the chunk each live thread's lane holds (a
+    // thread that takes a lane later adds its own: new_lane()).
+    control_.chunks.allow(uint32_t(budget_chunks_ + owned));
     return owned;
 }
 

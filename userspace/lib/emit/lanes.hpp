@@ -28,7 +28,7 @@ class RingMerger;
 
 // A ring and who writes it.
 struct Lane {
-    explicit Lane(size_t bytes) : ring(bytes) {}
+    Lane(ChunkPool &chunks, uint32_t most_chunks) : ring(chunks, most_chunks) {}
     LocalRing ring;
     std::atomic<pid_t> owner{0}; // the writing thread's tid; 0: free
     // The owner's record of its calls in progress, and the nesting level it
@@ -56,16 +56,14 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
 class LaneAttachment {
 public:
     // The fast path for a stream of the calling process; nullptr if another
-    // stream holds it or the control could not be mapped. `lane_bytes`: the
-    // size of the first `full_lanes` lanes of the process; lanes past them
-    // are of 64 KiB (at most `lane_bytes`), so the lanes' memory is bounded
-    // by full_lanes * lane_bytes + 64 KiB for each other thread and nesting
-    // level emitting at once. `now_ns`: CLOCK_MONOTONIC, read before the
-    // call; the lanes that exist are skipped (what they hold belongs to an
-    // earlier stream) and join `merger` now.
-    static std::unique_ptr<LaneAttachment> attach(size_t lane_bytes, size_t full_lanes,
-                                                  uint32_t max_data_size, RingMerger &merger,
-                                                  uint64_t now_ns);
+    // stream holds it or the control could not be mapped. The lanes hold at
+    // most `budget_bytes` at once, besides a chunk a thread (what an idle
+    // thread keeps), taken as they fill and handed back as the merge reads
+    // them. `now_ns`: CLOCK_MONOTONIC, read before the call; the lanes that
+    // exist are skipped (what they hold belongs to an earlier stream) and
+    // join `merger` now.
+    static std::unique_ptr<LaneAttachment> attach(size_t budget_bytes, uint32_t max_data_size,
+                                                  RingMerger &merger, uint64_t now_ns);
     explicit LaneAttachment(LaneControl &control); // see attach()
     ~LaneAttachment();                             // the fast path is free again; the lanes stay
     LaneAttachment(const LaneAttachment &) = delete;
@@ -98,6 +96,7 @@ private:
     LaneControl &control_;
     Lane *adopted_head_ = nullptr; // the newest lane already in the merge
     uint64_t listed_after_ns_ = 0; // the clock read before the list was last read
+    size_t budget_chunks_ = 0;     // what the stream allows the lanes, besides a chunk a thread
     uint64_t lost_before_ = 0, refused_before_ = 0;
 };
 

@@ -3,63 +3,95 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "stream/chunk_pool.hpp"
 #include "stream/record_ring.hpp"
 #include "util/fork_wiped_memory.hpp"
 
 namespace posixtrace {
 
 // A ring in the process's own memory, in the layout and protocol of a BPF
-// ring buffer, so the merge reads it as it reads the kernel's
-// (RecordRing). It has one writer at a time, which the caller guarantees (a
-// lane per thread and nesting level: docs/architecture.md), so reserving
-// takes two stores and no read-modify-write. The drain thread reads it.
-// Its memory is mapped once, not mirrored as the kernel's rings are: a
-// record that would run past the end is placed at the start, behind a
-// discarded record that fills the rest, so no record wraps. A child of fork
-// finds the pages zeroed, its own (ForkWipedMemory): a write the fork
-// interrupted ends there, and a child never corrupts the parent's stream.
+// ring buffer, so the merge reads it as it reads the kernel's (RecordRing).
+// It has one writer at a time, which the caller guarantees (a lane per
+// thread and nesting level: docs/architecture.md), so reserving takes two
+// stores and no read-modify-write. The drain thread reads it.
+// Its memory is chunks of a ChunkPool, taken as the writer reaches the end
+// of the one it writes and handed back as the reader passes them: what a
+// ring holds is bounded by what the pool allows, not by a size of its own.
+// A record that would run past the end of a chunk starts the next one,
+// behind a discarded record that fills the rest, so no record is split. A
+// child of fork finds the chunks zeroed, its own (ForkWipedMemory): a write
+// the fork interrupted ends there, and a child never corrupts the parent's
+// stream.
 class LocalRing final : public RecordRing {
 public:
-    // `bytes`: a power of two, at least a page.
-    explicit LocalRing(size_t bytes);
+    // `most_chunks`: a power of two, the most chunks the ring holds at once.
+    LocalRing(ChunkPool &pool, uint32_t most_chunks);
 
     // The writer's side. A record with room for `data_len` bytes of data,
     // busy until commit(); nullptr, counted in lost(), when the ring has no
-    // room for it (or could not be mapped). Async-signal-safe.
+    // room for it (the pool has no chunk for it). Async-signal-safe.
     pt_record *reserve(uint32_t data_len);
     void commit(pt_record *record);
     // Gives up a reserved record: the reader skips it.
     void discard(pt_record *record);
+    // The rest of the chunk being written is a discarded filler, so the
+    // reader passes it and hands the chunk back; the next record starts a
+    // chunk. Returns the producer position. By the writer, or by whoever
+    // holds the ring while no writer can take it (a lane between threads).
+    uint64_t close_chunk();
     // Records reserve() had no room for, and records given up: only grows.
     uint64_t lost() const
     {
         return lost_.load(std::memory_order_relaxed) + given_up_.load(std::memory_order_relaxed);
     }
-    size_t bytes() const { return memory_.bytes(); }
 
     // The reader's side, besides RecordRing.
+    bool in_timestamp_order() const override { return true; }
+    // Gives the producer back the space before `position`, and the pool the
+    // chunks wholly before it.
+    void release(uint64_t position) override;
+    // The same for a view of this ring (LaneView) that the merge reads.
+    void hand_back_chunks_before(uint64_t position);
     // Everything reserved so far is left unread (its writer may still
-    // finish a record: it stays its own until then).
-    void skip_unread();
-    // Records left busy by a writer that is gone are discarded and counted
-    // lost. By the reader once nobody can write the ring any more, or by
-    // the writer's thread once it knows the call that wrote them is gone.
-    // Returns how many. Async-signal-safe.
+    // finish a record: it stays its own until then). `writer_gone`: nobody
+    // can write the ring (a lane no thread holds), so every chunk before
+    // the producer goes back.
+    void skip_unread(bool writer_gone = false);
+    // The writer's record still busy, if any, is discarded and counted lost.
+    // Only once its writer will not write it any more: by the writer's
+    // thread once it knows the call that reserved it is gone, or by the
+    // reader once the thread has exited. Returns how many (0 or 1).
+    // Async-signal-safe.
     uint64_t abandon_unfinished();
-    // The record at `position`, if still busy, is discarded and counted
-    // lost; false if its writer finished it first (or another gave it up).
-    bool give_up(uint64_t position);
-    // The same, for a reader that counts and reports the loss itself (where
-    // the record held the merge back, which only it knows): not in lost().
+    // The record at `position`, if still busy, is discarded, for a reader
+    // that counts and reports the loss itself (where the record held the
+    // merge back, which only it knows): not in lost(). False if its writer
+    // finished it first. The reader only believes the writer gone: should
+    // it write on, it writes in a chunk the pool never hands to another.
     bool give_up_reported_by_reader(uint64_t position);
-    // Gives the pages back to the system; they read zero when next touched.
-    // Only while nobody writes or reads the ring.
-    void release_pages();
 
 private:
-    ForkWipedMemory memory_;
-    uint64_t producer_pos_ = 0;         // written by the writer, read by the merge
-    uint64_t consumer_pos_ = 0;         // written by the merge (release()), read by the writer
+    uint32_t *table() const { return reinterpret_cast<uint32_t *>(table_.data()); }
+    uint32_t &entry_of(uint64_t position) const
+    {
+        return table()[(position / pool_.chunk_bytes()) & (most_chunks_ - 1)];
+    }
+    bool start_chunk(uint64_t position);
+    bool discard_if_busy(uint64_t position);
+
+    ChunkPool &pool_;
+    uint32_t most_chunks_;
+    ForkWipedMemory table_;
+    uint64_t producer_pos_ = 0; // written by the writer, read by the merge
+    uint64_t consumer_pos_ = 0; // written by the merge (release()), read by the writer
+    // The writer's: the end of the chunk it writes, and its latest record
+    // (the only one that can be busy) while busy.
+    uint64_t chunk_end_ = 0;
+    uint64_t busy_at_ = 0;
+    uint32_t busy_ = 0;
+    // Written by the reader, read by the writer: the chunks before it are
+    // the pool's, and their entries in the table free.
+    uint64_t handed_back_ = 0;
     std::atomic<uint64_t> lost_{0};     // written by the writer alone
     std::atomic<uint64_t> given_up_{0}; // by the writer's thread and the reader
 };

@@ -41,7 +41,7 @@ public:
     // What is at `position`, which must be below producer().
     Record at(uint64_t position) const
     {
-        const uint8_t *header = data_ + (position & (bytes_ - 1));
+        const uint8_t *header = address_of(position);
         uint32_t length =
             __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
         uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
@@ -53,6 +53,17 @@ public:
                 size};
     }
 
+    // Whether every record is stamped no earlier than the one before it (a
+    // ring with one writer at a time, which stamps after it reserves); the
+    // kernel's are not (a program interrupts another between its
+    // reservation and its stamp).
+    virtual bool in_timestamp_order() const { return false; }
+
+    // What is at `position` is to be read soon: each record's place follows
+    // from the header before it, so a reader going through cold records
+    // would otherwise wait for them one by one. A hint: any position will do.
+    void prefetch(uint64_t position) const { __builtin_prefetch(address_of(position)); }
+
     // The record at `position` is busy and has been at every look since
     // the merge reached it. True if its writer will never finish it and it
     // was given up: the merge passes it and never reads that position
@@ -62,7 +73,7 @@ public:
     virtual bool give_up_stalled(uint64_t /*position*/) { return false; }
 
     // Gives the producer back the space before `position`.
-    void release(uint64_t position)
+    virtual void release(uint64_t position)
     {
         if (position == released_)
             return;
@@ -91,10 +102,36 @@ protected:
         bytes_ = bytes;
         released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
     }
+    // A ring whose memory is a sequence of chunks of 2^`chunk_shift` bytes
+    // at `base`: the chunk of position p is entry (p >> chunk_shift) &
+    // (`entries` - 1) of `table` (entries a power of two; the bits of
+    // kChunkFlags of an entry are not the chunk's). No record crosses the
+    // end of a chunk.
+    static constexpr uint32_t kChunkFlags = 0x8000'0000u;
+    void view_chunks(uint64_t *consumer_pos, const uint64_t *producer_pos, const uint8_t *base,
+                     unsigned chunk_shift, const uint32_t *table, uint32_t entries)
+    {
+        view(consumer_pos, producer_pos, base, size_t(1) << chunk_shift);
+        chunk_table_ = table;
+        chunk_shift_ = chunk_shift;
+        table_mask_ = entries - 1;
+    }
     // The same ring as `other`, read from here (one reader at a time).
     void view_like(const RecordRing &other)
     {
         view(other.consumer_pos_, other.producer_pos_, other.data_, other.bytes_);
+        chunk_table_ = other.chunk_table_;
+        chunk_shift_ = other.chunk_shift_;
+        table_mask_ = other.table_mask_;
+    }
+    const uint8_t *address_of(uint64_t position) const
+    {
+        if (!chunk_table_)
+            return data_ + (position & (bytes_ - 1));
+        uint32_t chunk = __atomic_load_n(&chunk_table_[(position >> chunk_shift_) & table_mask_],
+                                         __ATOMIC_RELAXED) &
+                         ~kChunkFlags;
+        return data_ + (size_t(chunk) << chunk_shift_) + (position & (bytes_ - 1));
     }
 
 private:
@@ -103,6 +140,9 @@ private:
     const uint8_t *data_ = nullptr;
     size_t bytes_ = 0;
     uint64_t released_ = 0;
+    const uint32_t *chunk_table_ = nullptr;
+    unsigned chunk_shift_ = 0;
+    uint32_t table_mask_ = 0;
 };
 
 } // namespace posixtrace

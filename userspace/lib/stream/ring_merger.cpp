@@ -8,6 +8,12 @@ namespace {
 // Observations a ring keeps while a record is being written. Dropping one
 // (not the oldest) only makes the ring's bound older: safe, slower.
 constexpr size_t kMaxObservations = 64;
+// How far ahead of the record it reads the merge asks for the memory.
+constexpr uint64_t kPrefetchAheadBytes = 1024;
+// Records a round reads of each ring (about half a megabyte of 64-byte
+// events), and rounds a pass makes before it lets readers in.
+constexpr size_t kRecordsReadEachRound = 4096;
+constexpr size_t kMostRoundsEachPass = 64;
 
 } // namespace
 
@@ -24,14 +30,22 @@ void RingMerger::add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns)
 // Hands `visit` each committed record from `scanned` up to `producer`,
 // stopping at the first one still being written.
 template <class Visit>
-void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit)
+void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, size_t most)
 {
+    size_t read = 0;
     while (window.scanned < producer) {
+        if (read == most) {
+            window.behind = true;
+            return;
+        }
+        window.reader->prefetch(window.scanned + kPrefetchAheadBytes);
         RecordRing::Record next = window.reader->at(window.scanned);
         if (next.slot == RecordRing::Slot::Busy)
             break;
-        if (next.slot == RecordRing::Slot::Committed)
+        if (next.slot == RecordRing::Slot::Committed) {
             visit(next.record);
+            ++read;
+        }
         window.scanned += next.size;
     }
 }
@@ -40,15 +54,21 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
 {
     uint64_t producer = window.reader->producer();
     auto &seen = window.observations;
+    window.behind = false;
     if (producer == window.scanned && seen.size() == 1) {
         // All read, nothing new (an idle thread's lane): this look bounds it.
         seen.front() = {producer, now_ns};
         return now_ns;
     }
-    seen.push_back({producer, now_ns});
-    read_committed(window, producer, [&](const pt_record *record) {
-        insert_sorted(window, {record->timestamp_ns, window.scanned, record});
-    });
+    if (seen.back().time_ns != now_ns) // one look a pass, however many rounds
+        seen.push_back({producer, now_ns});
+    read_committed(
+        window, producer,
+        [&](const pt_record *record) {
+            insert_sorted(window, {record->timestamp_ns, window.scanned, record});
+            window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
+        },
+        kRecordsReadEachRound);
     // The bound is the time of the latest look whose producer position was
     // at or before the first record not read: that record and every later
     // one were reserved after that look, and stamped after it.
@@ -56,6 +76,10 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
         seen.pop_front();
     if (seen.size() > kMaxObservations)
         seen.erase(seen.begin() + 1);
+    // A ring in timestamp order bounds what it still holds by what it
+    // handed over last.
+    if (window.reader->in_timestamp_order() && window.scanned < producer)
+        return std::max(seen.front().time_ns, window.latest_ns);
     return seen.front().time_ns;
 }
 
@@ -72,16 +96,30 @@ void RingMerger::insert_sorted(Window &window, const Pending &record)
     pending.insert(at, record);
 }
 
+// In rounds: each reads a bounded number of records of each ring and
+// delivers what it can, so the records are still in the cache when they are
+// delivered, and what the merge holds stays small however far behind it is.
 uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
 {
-    uint64_t bound = now_ns;
-    for (Window &window : windows_)
-        bound = std::min(bound, scan(window, now_ns));
-    uint64_t safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;
-    deliver(safe_ns, system, sinks);
-    for (Window &window : windows_)
-        release(window);
+    uint64_t safe_ns = 0;
+    for (size_t round = 0; round < kMostRoundsEachPass; ++round) {
+        uint64_t bound = now_ns;
+        for (Window &window : windows_)
+            bound = std::min(bound, scan(window, now_ns));
+        safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;
+        deliver(safe_ns, system, sinks);
+        for (Window &window : windows_)
+            release(window);
+        if (!behind())
+            break;
+    }
     return safe_ns;
+}
+
+bool RingMerger::behind() const
+{
+    return std::any_of(windows_.begin(), windows_.end(),
+                       [](const Window &window) { return window.behind; });
 }
 
 void RingMerger::deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
@@ -121,7 +159,21 @@ void RingMerger::deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, cons
             last_delivered_ns_ = event.header.timestamp_ns;
             sinks.system(std::move(event));
         } else {
-            deliver_record(windows_[source - 1], sinks);
+            // A run of this ring's records, as long as they come before
+            // every other source's next: no heap work per record.
+            Window &window = windows_[source - 1];
+            auto before_others = [&](uint64_t ts) {
+                if (ts >= safe_ns)
+                    return false;
+                if (heap.empty())
+                    return true;
+                const Head &other = heap.front();
+                return ts < other.timestamp_ns ||
+                       (ts == other.timestamp_ns && source < other.source);
+            };
+            do
+                deliver_record(window, sinks);
+            while (!window.empty() && before_others(window.front().timestamp_ns));
         }
         push(source);
     }
@@ -187,8 +239,9 @@ void RingMerger::discard_all(const RecordSink &sink)
         window.pending.clear();
         window.head = 0;
         // A record still being written is read (and judged) by a later pass.
-        read_committed(window, window.reader->producer(),
-                       [&](const pt_record *record) { sink(*record); });
+        read_committed(
+            window, window.reader->producer(), [&](const pt_record *record) { sink(*record); },
+            SIZE_MAX);
         release(window);
     }
 }

@@ -77,6 +77,8 @@ public:
     GivenUp pass_abandoned_records();
     // Records read or reserved and not delivered yet.
     bool holding() const;
+    // The last pass left records it had time to read: the next may come at once.
+    bool behind() const;
     // Takes every record read or committed out of the merge, handing each to
     // `sink` (which drops it, or keeps what it needs of it).
     void discard_all(const RecordSink &sink);
@@ -100,12 +102,14 @@ private:
         std::vector<Pending> pending;         // sorted by timestamp from `head` on
         size_t head = 0;                      // pending[0, head) are delivered
         std::deque<Observation> observations; // oldest first
+        uint64_t latest_ns = 0;               // the latest stamp read
+        bool behind = false;                  // the last round stopped before the producer
         bool empty() const { return head == pending.size(); }
         const Pending &front() const { return pending[head]; }
     };
 
     template <class Visit>
-    static void read_committed(Window &window, uint64_t producer, Visit visit);
+    static void read_committed(Window &window, uint64_t producer, Visit visit, size_t most);
     // Reads the committed prefix of `window`; returns the ring's bound.
     uint64_t scan(Window &window, uint64_t now_ns);
     static void insert_sorted(Window &window, const Pending &record);

@@ -70,8 +70,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // This process's user events come through the lanes or through the
     // probe, never both, never neither.
     if (takes_lanes(target, attributes) && probes_->leave_user_events_of(target, binary)) {
-        lanes_ = LaneAttachment::attach(config.ring_bytes,
-                                        kFullLanesPerCpu * size_t(kernel_->cpu_count()),
+        lanes_ = LaneAttachment::attach(lane_budget_for(attributes.stream_size),
                                         config.max_data_size, merger_, monotonic_now());
         if (!lanes_)
             probes_->attach_user_events_everywhere(); // another stream holds the lanes

@@ -48,6 +48,8 @@ void Stream::drain_loop(std::stop_token stop)
 // come, else until woken.
 std::optional<timespec> Stream::drain_timeout_locked() const
 {
+    if (merger_.behind()) // more to read at once, after readers had the lock
+        return timespec{0, 0};
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
     if (running_ || !pending_system_.empty() || merger_.holding() || images_to_forget_ ||

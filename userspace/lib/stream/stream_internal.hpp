@@ -39,9 +39,18 @@ inline constexpr size_t kMaxRingBytes = 64u << 20;
 // The rings only carry records from the kernel to the drain, which empties
 // them every millisecond: together they hold about one stream, so the
 // kernel memory a stream pins does not grow with the number of CPUs.
-// Lanes of a self-tracing process as large as a per-CPU ring: its first
-// threads' (the lanes' memory of the others is bounded: LaneAttachment).
-constexpr size_t kFullLanesPerCpu = 4;
+
+// The lanes of a self-tracing process may hold a whole stream's worth
+// between the emitting threads and the drain, in memory taken as they fill:
+// however fast the threads emit, and however late the drain, they lose
+// nothing the stream has room for. At least kLaneBudgetAtLeast, so that the
+// newest events of a burst reach a small POSIX_TRACE_LOOP stream, which
+// drops its oldest.
+inline constexpr size_t kLaneBudgetAtLeast = 32u << 20;
+inline size_t lane_budget_for(size_t stream_size)
+{
+    return std::max(stream_size, kLaneBudgetAtLeast);
+}
 
 inline size_t ring_bytes_for(size_t stream_size)
 {
