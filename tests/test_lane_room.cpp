@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <trace.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "lanes_support.hpp"
@@ -123,6 +125,15 @@ TEST_CASE("lanes: what the lanes cannot hold while the drain is held is counted"
             data[0] = i;
             posix_trace_event(id, data.data(), data.size() * sizeof(int));
         }
+    }
+    // The lanes hold more than the stream: it fills and stops itself. Only
+    // then is it stopped here, so that no stop event of the call is made to
+    // be refused too (the kernel's ring holds less: it never fills there).
+    for (int waited_ms = 0; !uprobe_path_forced() &&
+                            status_of(stream.get()).posix_stream_full_status != POSIX_TRACE_FULL;
+         ++waited_ms) {
+        REQUIRE(waited_ms < 10'000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     std::vector<Event> events = read_available(stream.get());

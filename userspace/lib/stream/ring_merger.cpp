@@ -94,6 +94,7 @@ void RingMerger::insert_sorted(Window &window, const Pending &record)
                                record.timestamp_ns,
                                [](uint64_t ts, const Pending &p) { return ts < p.timestamp_ns; });
     pending.insert(at, record);
+    window.in_ring_order = false;
 }
 
 // In rounds: each reads a bounded number of records of each ring and
@@ -199,8 +200,13 @@ void RingMerger::release(Window &window)
     pending.erase(pending.begin(), pending.begin() + std::ptrdiff_t(window.head));
     window.head = 0;
     uint64_t oldest = window.scanned;
-    for (const Pending &record : pending)
-        oldest = std::min(oldest, record.position);
+    if (pending.empty())
+        window.in_ring_order = true;
+    else if (window.in_ring_order) // every record appended: the first is the oldest
+        oldest = pending.front().position;
+    else
+        for (const Pending &record : pending)
+            oldest = std::min(oldest, record.position);
     window.reader->release(oldest);
 }
 

@@ -104,6 +104,7 @@ private:
         std::deque<Observation> observations; // oldest first
         uint64_t latest_ns = 0;               // the latest stamp read
         bool behind = false;                  // the last round stopped before the producer
+        bool in_ring_order = true;            // `pending` is in ring order too (all appended)
         bool empty() const { return head == pending.size(); }
         const Pending &front() const { return pending[head]; }
     };

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
-#include "emit/lanes.hpp"
+#include "stream/lane_attachment.hpp"
 #include "events/event_names.hpp"
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
