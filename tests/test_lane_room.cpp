@@ -18,10 +18,12 @@ using namespace lanes_support;
 
 namespace {
 
-StreamGuard stream_of(size_t stream_size, int policy)
+StreamGuard stream_of(size_t stream_size, int policy, size_t max_data_size = 0)
 {
     trace_attr_t attr;
     REQUIRE(posix_trace_attr_init(&attr) == 0);
+    if (max_data_size)
+        REQUIRE(posix_trace_attr_setmaxdatasize(&attr, max_data_size) == 0);
     REQUIRE(posix_trace_attr_setstreamsize(&attr, stream_size) == 0);
     REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, policy) == 0);
     StreamGuard stream = make_stream(&attr);
@@ -30,22 +32,25 @@ StreamGuard stream_of(size_t stream_size, int policy)
     return stream;
 }
 
-// `count` events of 64 bytes, the first 4 their index, with the drain held.
-void emit_burst_drain_held(trace_event_id_t id, int count)
+// Starts the stream and gives it `count` events of `bytes` bytes, the first
+// 4 their index, with the drain held.
+void emit_burst_drain_held(trace_id_t stream, trace_event_id_t id, int count, size_t bytes = 64)
 {
+    REQUIRE(posix_trace_start(stream) == 0);
     DrainStarved starved;
-    unsigned char data[64] = {};
+    std::vector<unsigned char> data(bytes);
     for (int i = 0; i < count; ++i) {
-        std::memcpy(data, &i, sizeof i);
-        posix_trace_event(id, data, sizeof data);
+        std::memcpy(data.data(), &i, sizeof i);
+        posix_trace_event(id, data.data(), data.size());
     }
 }
 
+// The indexes of the events of `id` read, in the order read.
 std::vector<int> indexes_of(const std::vector<Event> &events, trace_event_id_t id)
 {
     std::vector<int> indexes;
     for (const Event &event : events)
-        if (event.info.posix_event_id == id && event.data.size() == 64) {
+        if (event.info.posix_event_id == id && event.data.size() >= sizeof(int)) {
             int index;
             std::memcpy(&index, event.data.data(), sizeof index);
             indexes.push_back(index);
@@ -63,8 +68,7 @@ TEST_CASE("lanes: an UNTIL_FULL stream with room for a burst keeps all of it, dr
     constexpr int kEvents = 200'000;
     StreamGuard stream = stream_of(size_t(64) << 20, POSIX_TRACE_UNTIL_FULL);
     trace_event_id_t id = user_event("room.burst");
-    REQUIRE(posix_trace_start(stream.get()) == 0);
-    emit_burst_drain_held(id, kEvents);
+    emit_burst_drain_held(stream.get(), id, kEvents);
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     std::vector<Event> events = read_available(stream.get());
     CHECK(indexes_of(events, id) == sequence_up_to(kEvents));
@@ -84,8 +88,7 @@ TEST_CASE("lanes: a 64 KiB LOOP stream given a burst ends with its newest events
     constexpr int kEvents = 8'256;
     StreamGuard stream = stream_of(size_t(64) << 10, POSIX_TRACE_LOOP);
     trace_event_id_t id = user_event("room.loop");
-    REQUIRE(posix_trace_start(stream.get()) == 0);
-    emit_burst_drain_held(id, kEvents);
+    emit_burst_drain_held(stream.get(), id, kEvents);
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     std::vector<int> kept = indexes_of(read_available(stream.get()), id);
     REQUIRE_FALSE(kept.empty());
@@ -108,24 +111,9 @@ TEST_CASE("lanes: a 64 KiB LOOP stream given a burst ends with its newest events
 TEST_CASE("lanes: what the lanes cannot hold while the drain is held is counted", "[lanes]")
 {
     constexpr int kEvents = 5'000;
-    trace_attr_t attr;
-    REQUIRE(posix_trace_attr_init(&attr) == 0);
-    REQUIRE(posix_trace_attr_setmaxdatasize(&attr, 8192) == 0);
-    REQUIRE(posix_trace_attr_setstreamsize(&attr, size_t(16) << 20) == 0);
-    REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_UNTIL_FULL) == 0);
-    StreamGuard stream = make_stream(&attr);
-    posix_trace_attr_destroy(&attr);
-    filter_thread_events(stream.get());
+    StreamGuard stream = stream_of(size_t(16) << 20, POSIX_TRACE_UNTIL_FULL, 8192);
     trace_event_id_t id = user_event("room.big");
-    std::vector<int> data(2048);
-    REQUIRE(posix_trace_start(stream.get()) == 0);
-    {
-        DrainStarved starved;
-        for (int i = 0; i < kEvents; ++i) {
-            data[0] = i;
-            posix_trace_event(id, data.data(), data.size() * sizeof(int));
-        }
-    }
+    emit_burst_drain_held(stream.get(), id, kEvents, 8192);
     // The lanes hold more than the stream: it fills and stops itself. Only
     // then is it stopped here, so that no stop event of the call is made to
     // be refused too (the kernel's ring holds less: it never fills there).
@@ -136,17 +124,12 @@ TEST_CASE("lanes: what the lanes cannot hold while the drain is held is counted"
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     REQUIRE(posix_trace_stop(stream.get()) == 0);
-    std::vector<Event> events = read_available(stream.get());
-    size_t read = 0;
+    std::vector<int> indexes = indexes_of(read_available(stream.get()), id);
+    size_t read = indexes.size();
     int previous = -1;
-    for (const Event &event : events) {
-        if (event.info.posix_event_id != id)
-            continue;
-        int index;
-        std::memcpy(&index, event.data.data(), sizeof index);
+    for (int index : indexes) {
         CHECK(index > previous);
         previous = index;
-        ++read;
     }
     posix_trace_loss_counters losses{};
     REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);

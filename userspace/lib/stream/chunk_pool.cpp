@@ -93,17 +93,17 @@ void ChunkPool::allow_one_more()
 void ChunkPool::release_free_pages()
 {
     // Taken out first, so no writer writes a chunk while its pages go.
-    uint32_t taken = kNone, chunk;
+    uint32_t popped = kNone, chunk;
     auto *links = reinterpret_cast<std::atomic<uint32_t> *>(links_.data());
     while ((chunk = pop()) != kNone) {
         madvise(address(chunk), chunk_bytes_, MADV_DONTNEED);
-        links[chunk].store(taken == kNone ? 0 : taken + 1, std::memory_order_relaxed);
-        taken = chunk;
+        links[chunk].store(popped == kNone ? 0 : popped + 1, std::memory_order_relaxed);
+        popped = chunk;
     }
-    while (taken != kNone) {
-        uint32_t next = links[taken].load(std::memory_order_relaxed);
-        push(taken);
-        taken = next == 0 ? kNone : next - 1;
+    while (popped != kNone) {
+        uint32_t next = links[popped].load(std::memory_order_relaxed);
+        push(popped);
+        popped = next == 0 ? kNone : next - 1;
     }
 }
 

@@ -20,7 +20,10 @@ const size_t kLargestFrame = stored_event_size(PT_DATA_SIZE_LIMIT);
 } // namespace
 
 // The live records cross the end of the memory at most once, so they sit
-// behind at most one filler, smaller than the record that followed it.
+// behind at most one filler, smaller than the largest record. Room for two:
+// when a new filler would end a lap while the last lap's is still live, the
+// records alone then hold more than the stream's size, so fits() refuses
+// only what the size refuses too.
 EventBuffer::EventBuffer(size_t capacity)
     : capacity_(capacity), memory_(capacity + 2 * kLargestFrame, "posixtrace-stream")
 {

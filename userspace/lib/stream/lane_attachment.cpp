@@ -279,7 +279,7 @@ size_t LaneAttachment::reclaim_lanes_of_exited_threads()
         }
     }
     // The stream's budget, and the chunk each live thread's lane holds (a
-    // thread that takes a lane later adds its own: new_lane()).
+    // thread that takes a lane later adds its own: lane_of()).
     control_.chunks.allow(uint32_t(budget_chunks_ + owned));
     return owned;
 }

@@ -82,8 +82,7 @@ pt_record *LocalRing::reserve(uint32_t data_len)
     // producer position sees a busy header, never the bytes of an old one.
     auto *header = reinterpret_cast<uint32_t *>(const_cast<uint8_t *>(address_of(position)));
     __atomic_store_n(header, length | BPF_RINGBUF_BUSY_BIT, __ATOMIC_RELAXED);
-    __atomic_store_n(&busy_at_, position, __ATOMIC_RELAXED);
-    __atomic_store_n(&busy_, 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&unfinished_at_, position + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&producer_pos_, position + span, __ATOMIC_RELEASE);
     return reinterpret_cast<pt_record *>(header + BPF_RINGBUF_HDR_SZ / sizeof *header);
 }
@@ -91,14 +90,14 @@ pt_record *LocalRing::reserve(uint32_t data_len)
 void LocalRing::commit(pt_record *record)
 {
     uint32_t *length = header_of(record);
-    __atomic_store_n(&busy_, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&unfinished_at_, 0, __ATOMIC_RELAXED);
     __atomic_store_n(length, *length & ~BPF_RINGBUF_BUSY_BIT, __ATOMIC_RELEASE);
 }
 
 void LocalRing::discard(pt_record *record)
 {
     uint32_t *header = header_of(record);
-    __atomic_store_n(&busy_, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&unfinished_at_, 0, __ATOMIC_RELAXED);
     mark_discarded(header, *header);
 }
 
@@ -153,10 +152,8 @@ bool LocalRing::give_up_reported_by_reader(uint64_t position)
 // it gave it up, keeps the chunk), so it is this ring's.
 uint64_t LocalRing::abandon_unfinished()
 {
-    if (!mapped() || !__atomic_load_n(&busy_, __ATOMIC_ACQUIRE))
-        return 0;
-    __atomic_store_n(&busy_, 0u, __ATOMIC_RELAXED);
-    if (!discard_if_busy(__atomic_load_n(&busy_at_, __ATOMIC_RELAXED)))
+    uint64_t unfinished = __atomic_exchange_n(&unfinished_at_, 0, __ATOMIC_ACQ_REL);
+    if (!mapped() || unfinished == 0 || !discard_if_busy(unfinished - 1))
         return 0;
     given_up_.fetch_add(1, std::memory_order_relaxed);
     return 1;

@@ -84,11 +84,10 @@ private:
     ForkWipedMemory table_;
     uint64_t producer_pos_ = 0; // written by the writer, read by the merge
     uint64_t consumer_pos_ = 0; // written by the merge (release()), read by the writer
-    // The writer's: the end of the chunk it writes, and its latest record
-    // (the only one that can be busy) while busy.
+    // The writer's: the end of the chunk it writes, and the position + 1 of
+    // its latest record (the only one that can be busy) while busy, else 0.
     uint64_t chunk_end_ = 0;
-    uint64_t busy_at_ = 0;
-    uint32_t busy_ = 0;
+    uint64_t unfinished_at_ = 0;
     // Written by the reader, read by the writer: the chunks before it are
     // the pool's, and their entries in the table free.
     uint64_t handed_back_ = 0;

@@ -59,11 +59,6 @@ public:
     // reservation and its stamp).
     virtual bool in_timestamp_order() const { return false; }
 
-    // What is at `position` is to be read soon: each record's place follows
-    // from the header before it, so a reader going through cold records
-    // would otherwise wait for them one by one. A hint: any position will do.
-    void prefetch(uint64_t position) const { __builtin_prefetch(address_of(position)); }
-
     // The record at `position` is busy and has been at every look since
     // the merge reached it. True if its writer will never finish it and it
     // was given up: the merge passes it and never reads that position

@@ -8,8 +8,6 @@ namespace {
 // Observations a ring keeps while a record is being written. Dropping one
 // (not the oldest) only makes the ring's bound older: safe, slower.
 constexpr size_t kMaxObservations = 64;
-// How far ahead of the record it reads the merge asks for the memory.
-constexpr uint64_t kPrefetchAheadBytes = 1024;
 // Records a round reads of each ring (about half a megabyte of 64-byte
 // events), and rounds a pass makes before it lets readers in.
 constexpr size_t kRecordsReadEachRound = 4096;
@@ -38,7 +36,6 @@ void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, 
             window.behind = true;
             return;
         }
-        window.reader->prefetch(window.scanned + kPrefetchAheadBytes);
         RecordRing::Record next = window.reader->at(window.scanned);
         if (next.slot == RecordRing::Slot::Busy)
             break;

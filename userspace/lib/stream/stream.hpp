@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
-#include "stream/lane_attachment.hpp"
 #include "events/event_names.hpp"
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
 #include "stream/event_buffer.hpp"
 #include "stream/event_destination.hpp"
+#include "stream/lane_attachment.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
