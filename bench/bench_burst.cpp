@@ -6,7 +6,8 @@
 //                        FILE; the log is read back after the shutdown
 //   life CYCLES          CYCLES times: create a stream of this process,
 //                        start it, emit one event, shut it down; the times
-//                        of each step after the first cycle
+//                        of each step after the first cycle, and how many
+//                        of the events were read back
 // Each prints one line of key=value: ns_per_event (in the emitting threads),
 // kept (the events read back), lost (as the stream reports it); for `life`,
 // the median and the largest milliseconds of create, start and shutdown.
@@ -159,6 +160,7 @@ Spread spread_of(std::vector<double> values)
 int stream_lives(trace_event_id_t id, int cycles)
 {
     std::vector<double> create, start, shutdown;
+    uint64_t kept = 0;
     for (int cycle = 0; cycle <= cycles; ++cycle) {
         trace_id_t trid;
         auto begin = Clock::now();
@@ -169,6 +171,8 @@ int stream_lives(trace_event_id_t id, int cycles)
         posix_trace_start(trid);
         double started = ms_since(begin);
         posix_trace_event(id, nullptr, 0);
+        posix_trace_stop(trid); // not timed: the event must have been kept
+        kept += read_all(trid, id, false).events;
         begin = Clock::now();
         posix_trace_shutdown(trid);
         double shut = ms_since(begin);
@@ -179,9 +183,10 @@ int stream_lives(trace_event_id_t id, int cycles)
         shutdown.push_back(shut);
     }
     Spread c = spread_of(create), s = spread_of(start), d = spread_of(shutdown);
-    std::printf("create_ms=%.1f create_max_ms=%.1f start_ms=%.2f start_max_ms=%.2f "
-                "shutdown_ms=%.1f shutdown_max_ms=%.1f\n",
-                c.median, c.most, s.median, s.most, d.median, d.most);
+    std::printf("create_ms=%.2f create_max_ms=%.2f start_ms=%.2f start_max_ms=%.2f "
+                "shutdown_ms=%.2f shutdown_max_ms=%.2f kept=%llu of=%d\n",
+                c.median, c.most, s.median, s.most, d.median, d.most, (unsigned long long)kept,
+                cycles + 1);
     return 0;
 }
 

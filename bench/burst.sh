@@ -68,3 +68,7 @@ for step in create start shutdown; do
     printf "| %-10s | %8.2f | %8.2f |\n" "$step" "$(echo "$line" | field "${step}_ms")" \
         "$(echo "$line" | field "${step}_max_ms")"
 done
+echo
+echo "Events read back: $(echo "$line" | field kept) of $(echo "$line" | field of)"
+echo "(the first stream loads the BPF object; the next ones of the same size reuse it)"
+

@@ -1,6 +1,7 @@
 #include "events/event_names.hpp"
 
 #include "events/user_event_table.hpp"
+#include "util/immortal.hpp"
 
 #include <posix_trace/events.h>
 
@@ -43,14 +44,14 @@ std::optional<std::string_view> builtin_event_name(trace_event_id_t id)
 
 const std::vector<trace_event_id_t> &builtin_event_ids()
 {
-    static const std::vector<trace_event_id_t> ids = [] {
+    static Immortal<const std::vector<trace_event_id_t>> ids([] { // read at exit
         std::vector<trace_event_id_t> all;
         for (trace_event_id_t id = 0; id < POSIX_TRACE_USER_EVENT_FIRST; ++id)
             if (builtin_event_name(id))
                 all.push_back(id);
         return all;
-    }();
-    return ids;
+    }());
+    return ids.get();
 }
 
 } // namespace posixtrace

@@ -16,6 +16,7 @@
 
 #include "events/event_names.hpp"
 #include "events/user_event_table.hpp"
+#include "util/immortal.hpp"
 
 namespace {
 
@@ -126,8 +127,8 @@ SharedUserEventNames::~SharedUserEventNames()
 
 UserEventRegistry &UserEventRegistry::instance()
 {
-    static UserEventRegistry registry;
-    return registry;
+    static Immortal<UserEventRegistry> registry; // read by the streams shut down at exit
+    return registry.get();
 }
 
 std::optional<trace_event_id_t> UserEventRegistry::cached(const std::string &name) const

@@ -88,12 +88,10 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
     program->choose_tracepoint_programs();
     // Smaller TD tables, to reach their limits (TD_NOCAPAB, TD_DBERR) in tests.
-    if (const char *threads = std::getenv("POSIXTRACE_TD_MAX_THREADS");
-        threads && std::atoi(threads) > 0)
-        bpf_map__set_max_entries(skel->maps.td_threads, unsigned(std::atoi(threads)));
-    if (const char *processes = std::getenv("POSIXTRACE_TD_MAX_PROCESSES");
-        processes && std::atoi(processes) > 0)
-        bpf_map__set_max_entries(skel->maps.td_processes, unsigned(std::atoi(processes)));
+    if (unsigned threads = program->choices_.td_max_threads)
+        bpf_map__set_max_entries(skel->maps.td_threads, threads);
+    if (unsigned processes = program->choices_.td_max_processes)
+        bpf_map__set_max_entries(skel->maps.td_processes, processes);
     if (int err = posixtrace_bpf__load(skel))
         return errno_from(err);
     if (int err = program->fill_ring_table())
@@ -207,7 +205,7 @@ bool kernel_describes_tracepoint(const char *name)
 
 void KernelProgram::choose_tracepoint_programs()
 {
-    const bool force_raw = std::getenv("POSIXTRACE_RAW_TRACEPOINTS") != nullptr;
+    const bool force_raw = choices_.raw_tracepoints;
     auto &progs = skeleton_->progs;
     struct Pair {
         const char *tracepoint;

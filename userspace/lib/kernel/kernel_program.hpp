@@ -35,8 +35,19 @@ public:
 
     // 0, or EPERM (no privilege to load BPF), ENOMEM, or another errno.
     static int load(const Config &config, std::unique_ptr<KernelProgram> &out);
-    explicit KernelProgram(const Config &config) : config_(config) {}
+    explicit KernelProgram(const Config &config) : config_(config), choices_(LoadChoices::now()) {}
     ~KernelProgram();
+
+    // ---- between streams (kernel_program_idle.cpp): a program outlives its
+    // stream when the next stream of the process can take it as it is.
+    // Whether this program is what load(config) would make now.
+    bool loaded_as(const Config &config) const;
+    // Suspends it and forgets every process, thread table entry, filter and
+    // count of its stream; its probes stay attached and fire for nothing.
+    void go_idle();
+    // Readies an idle program for a new stream: `config`'s data size, the
+    // counts zero again, no primary target yet (trace_process sets it).
+    void prepare_for(const Config &config);
 
     // The first process traced is the stream's primary target (a cheaper
     // check in the kernel); later ones (inheritance) go to a hash map.
@@ -185,7 +196,19 @@ private:
     };
     void define_thread_event_groups();
 
+    // What the environment chose at load (tests shrink tables with it): a
+    // program loaded under other choices is not reused.
+    struct LoadChoices {
+        bool raw_tracepoints = false;
+        unsigned td_max_threads = 0; // 0: the BPF object's own size
+        unsigned td_max_processes = 0;
+        static LoadChoices now();
+        bool operator==(const LoadChoices &) const = default;
+    };
+    void zero_cpu_counts();
+
     Config config_;
+    LoadChoices choices_;
     std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "events/event_set.hpp"
+#include "stream/kernel_parking.hpp"
 #include "stream/ring_reader.hpp"
 #include "stream/stream_internal.hpp"
 #include "util/process_id.hpp"
@@ -53,8 +54,15 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
                                  uint32_t(attributes.max_data_size)};
     // Every record is reserved in a ring created after this: stamped later.
     uint64_t rings_created_after_ns = monotonic_now();
-    if (int err = KernelProgram::load(config, kernel_))
+    bool lanes_wanted = takes_lanes(target, attributes);
+    bool reused = lanes_wanted && take_parked_kernel_side(target, binary, config);
+    if (reused) {
+        // The records its earlier stream left in the rings are not this one's.
+        discard_before_ns_ = rings_created_after_ns;
+        misses_seen_ = kernel_->recursion_misses_total();
+    } else if (int err = KernelProgram::load(config, kernel_)) {
         return err;
+    }
     if (int err = SystemSlot::acquire(slot_))
         return err;
     bool inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
@@ -66,14 +74,16 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     user_events_->set_primary_image(kernel_->image_of(target));
     if (int err = select_thread_event_programs_locked())
         return err;
-    probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);
-    // This process's user events come through the lanes or through the
-    // probe, never both, never neither.
-    if (takes_lanes(target, attributes) && probes_->leave_user_events_of(target, binary)) {
-        lanes_ = LaneAttachment::attach(lane_budget_for(attributes.stream_size),
-                                        config.max_data_size, merger_, monotonic_now());
-        if (!lanes_)
-            probes_->attach_user_events_everywhere(); // another stream holds the lanes
+    if (!reused) {
+        probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);
+        // This process's user events come through the lanes or through the
+        // probe, never both, never neither.
+        if (lanes_wanted && probes_->leave_user_events_of(target, binary)) {
+            lanes_ = LaneAttachment::attach(lane_budget_for(attributes.stream_size),
+                                            config.max_data_size, merger_, monotonic_now());
+            if (!lanes_)
+                probes_->attach_user_events_everywhere(); // another stream holds the lanes
+        }
     }
     if (int err = probes_->refresh(target))
         return err;
@@ -116,7 +126,29 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     last_pass_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
+    kernel_side_reusable_ = lanes_ != nullptr;
     return 0;
+}
+
+// A kernel side parked by an earlier stream of this process, taken when its
+// probes leave this process's user events to the lanes and the lanes are
+// this stream's (the probe it lacks would be needed otherwise).
+bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
+                                     const KernelProgram::Config &config)
+{
+    std::optional<KernelSide> parked = KernelParking::take(config);
+    if (!parked)
+        return false;
+    if (parked->probes->leave_user_events_of(target, binary))
+        lanes_ = LaneAttachment::attach(lane_budget_for(attributes_.stream_size),
+                                        config.max_data_size, merger_, monotonic_now());
+    if (!lanes_) {
+        KernelParking::park(std::move(*parked));
+        return false;
+    }
+    kernel_ = std::move(parked->program);
+    probes_ = std::move(parked->probes);
+    return true;
 }
 
 // The process's own user events go through its lanes when the stream traces
@@ -395,8 +427,14 @@ int Stream::shutdown()
         drain_.join();
     }
     std::lock_guard lock(mutex_);
+    bool park = kernel_side_reusable_ && kernel_ && probes_ && probes_->reusable() &&
+                owned_by_this_process();
+    if (park) // the rings empty for the next stream
+        merger_.discard_all([](const pt_record &) {});
     merger_ = RingMerger();
     lanes_.reset(); // the merge read them until now
+    if (park)
+        KernelParking::park({std::move(kernel_), std::move(probes_)});
     kernel_.reset();
     buffer_.reset();
     pending_system_.clear();

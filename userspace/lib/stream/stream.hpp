@@ -143,6 +143,8 @@ private:
     KernelProgram::Losses transport_losses_locked() const;
     uint64_t refused_while_full_locked() const;
     bool takes_lanes(pid_t target, const Attributes &attributes) const;
+    bool take_parked_kernel_side(pid_t target, const std::string &binary,
+                                 const KernelProgram::Config &config);
     void distrust_sleeps_locked();
     void track_sleep_locked(const pt_record &record, const uint8_t *data);
     bool note_hidden_wakeup_locked(const pt_record &report);
@@ -182,6 +184,8 @@ private:
     pid_t target_pid_ = 0;
     SystemSlot slot_;
     std::unique_ptr<KernelProgram> kernel_;
+    // Its kernel side may serve this process's next stream (KernelParking).
+    bool kernel_side_reusable_ = false;
     RingMerger merger_;
     std::unique_ptr<LaneAttachment> lanes_; // this process's user events, without the uprobe
     uint64_t lanes_reclaimed_ns_ = 0; // monotonic; when exited threads' lanes were last looked for

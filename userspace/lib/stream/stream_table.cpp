@@ -1,5 +1,6 @@
 #include "stream/stream_table.hpp"
 
+#include "util/immortal.hpp"
 #include "util/trace_ids.hpp"
 
 #include <unistd.h>
@@ -22,13 +23,11 @@ constinit std::atomic<size_t> logs_counted{0};
 
 StreamTable &StreamTable::instance()
 {
-    alignas(StreamTable) static unsigned char storage[sizeof(StreamTable)];
-    static StreamTable *table = [] {
-        auto *created = ::new (storage) StreamTable;
-        std::atexit([] { StreamTable::instance().shutdown_all(); });
-        return created;
-    }();
-    return *table;
+    static Immortal<StreamTable> table;
+    static const bool shut_down_at_exit =
+        std::atexit([] { StreamTable::instance().shutdown_all(); }) == 0;
+    (void)shut_down_at_exit;
+    return table.get();
 }
 
 trace_id_t StreamTable::add(std::shared_ptr<Stream> stream, bool with_log)

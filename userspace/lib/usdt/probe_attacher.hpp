@@ -53,6 +53,14 @@ public:
     bool leave_user_events_of(pid_t pid, const std::string &path);
     void attach_user_events_everywhere() { user_events_elsewhere_.reset(); }
 
+    // Whether a later stream of the scanned process may take these probes
+    // as they are: its user events are left to its lanes, the probes are in
+    // it alone, and none was asked for by the user or failed to attach.
+    bool reusable() const
+    {
+        return user_events_elsewhere_ && !system_wide_ && specs_.empty() && unattached_.empty();
+    }
+
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
     // The processes scanned and not forgotten.

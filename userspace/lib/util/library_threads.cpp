@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "util/clock.hpp"
+#include "util/immortal.hpp"
 
 namespace posixtrace {
 namespace {
@@ -23,8 +24,8 @@ std::atomic<uint64_t> serials{0};
 
 LibraryThreads::Snapshot &registry() // guarded by registry_mutex
 {
-    static LibraryThreads::Snapshot threads;
-    return threads;
+    static Immortal<LibraryThreads::Snapshot> threads; // threads end during exit
+    return threads.get();
 }
 
 } // namespace

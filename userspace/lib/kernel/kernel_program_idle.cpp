@@ -1,0 +1,95 @@
+// KernelProgram between two streams of one process: idle, then ready again.
+// Reusing a loaded program spares the next stream the verifier and the ring
+// table's grace period, and spares the ending one its probes' detachment;
+// what it must not carry over is anything its first stream knew.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstdlib>
+
+#include "kernel/kernel_program.hpp"
+#include "posixtrace.h"
+#include "posixtrace.skel.h"
+
+namespace posixtrace {
+namespace {
+
+unsigned positive_number_in(const char *variable)
+{
+    const char *value = std::getenv(variable);
+    int number = value ? std::atoi(value) : 0;
+    return number > 0 ? unsigned(number) : 0;
+}
+
+// Every map emptied here is keyed by a 32-bit id. Programs may add entries
+// meanwhile (they should not: nothing is traced), so the walk is bounded.
+void delete_every_entry(const bpf_map *map)
+{
+    int fd = bpf_map__fd(map);
+    __u32 key;
+    for (size_t left = 2 * size_t(bpf_map__max_entries(map)); left > 0; --left)
+        if (bpf_map_get_next_key(fd, nullptr, &key) != 0 || bpf_map_delete_elem(fd, &key) != 0)
+            return;
+}
+
+} // namespace
+
+KernelProgram::LoadChoices KernelProgram::LoadChoices::now()
+{
+    LoadChoices choices;
+    choices.raw_tracepoints = std::getenv("POSIXTRACE_RAW_TRACEPOINTS") != nullptr;
+    choices.td_max_threads = positive_number_in("POSIXTRACE_TD_MAX_THREADS");
+    choices.td_max_processes = positive_number_in("POSIXTRACE_TD_MAX_PROCESSES");
+    return choices;
+}
+
+bool KernelProgram::loaded_as(const Config &config) const
+{
+    return config.ring_bytes == config_.ring_bytes && choices_ == LoadChoices::now();
+}
+
+// Suspended first: from then on no program reserves a record, so the
+// tables and counts emptied after it stay empty.
+void KernelProgram::go_idle()
+{
+    set_state(PT_STREAM_SUSPENDED);
+    set_inherit_children(false);
+    set_filter(trace_event_set_t{});
+    auto *globals = skeleton_->bss;
+    // PT_PRIMARY_ENDED matches no process, where 0 would be the idle task's.
+    __atomic_store_n(&globals->primary_tgid, PT_PRIMARY_ENDED, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&globals->primary_image, PT_IMAGE_NONE, __ATOMIC_SEQ_CST);
+    for (auto &string_argument : globals->usdt_string_arg)
+        __atomic_store_n(&string_argument, uint8_t(0), __ATOMIC_RELAXED);
+    auto &maps = skeleton_->maps;
+    for (const bpf_map *map : {maps.traced_processes, maps.td_processes, maps.td_threads,
+                               maps.td_messages, maps.futex_waits})
+        delete_every_entry(map);
+    __atomic_store_n(&globals->other_processes_traced, 0u, __ATOMIC_SEQ_CST);
+    zero_cpu_counts();
+}
+
+void KernelProgram::prepare_for(const Config &config)
+{
+    config_.max_data_size = config.max_data_size;
+    skeleton_->bss->max_data_size = config.max_data_size;
+    zero_cpu_counts();
+    // With no image yet, 0 matches nothing until trace_process() sets both.
+    __atomic_store_n(&skeleton_->bss->primary_tgid, 0u, __ATOMIC_SEQ_CST);
+}
+
+// The counts are the stream's (its losses, its refusals); the switch chains
+// start again, as when the switch program is attached anew.
+void KernelProgram::zero_cpu_counts()
+{
+    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu) {
+        pt_cpu_state &state = cpu_states_[cpu];
+        for (__u64 *count : {&state.lost, &state.refused_full, &state.unreported_switches,
+                             &state.records, &state.untraced_children, &state.lifecycle_lost})
+            __atomic_store_n(count, __u64(0), __ATOMIC_RELAXED);
+        __atomic_store_n(&state.switch_seen, 0u, __ATOMIC_RELAXED);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+} // namespace posixtrace
