@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
+#include <posix_trace/usdt.h>
 #include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
@@ -201,15 +202,16 @@ TEST_CASE("reuse: the filter of the stream before and the programs it detached d
     CHECK(switch_seen);
 }
 
-TEST_CASE("reuse: a stream of another size loads its own programs", "[reuse]")
+TEST_CASE("reuse: a stream of another size loads its own programs, and the others go", "[reuse]")
 {
     start_with_no_program_held();
     Attr small, large;
     REQUIRE(posix_trace_attr_setstreamsize(large.get(), size_t(64) << 20) == 0);
     std::set<unsigned> small_programs = programs_of_an_ended_stream(small);
     StreamGuard second = started(large, false);
-    // The small stream's programs may still be parked: not in use.
     CHECK(new_programs(small_programs, bpf_programs_held()).size() == small_programs.size());
+    // Streams of another size came: the small one's are released.
+    CHECK(released_within(small_programs, std::chrono::seconds(20)));
     trace_event_id_t id = user_event("reuse.large");
     emit_numbered(id, 0, 2);
     REQUIRE(posix_trace_stop(second.get()) == 0);
@@ -259,4 +261,26 @@ TEST_CASE("reuse: programs no stream takes are released", "[reuse]")
     start_with_no_program_held();
     Attr attributes;
     CHECK(released_within(programs_of_an_ended_stream(attributes), std::chrono::seconds(20)));
+}
+
+TEST_CASE("reuse: a stream with probes the user attached leaves nothing to the next", "[reuse]")
+{
+    start_with_no_program_held();
+    Attr attributes;
+    std::set<unsigned> first_programs;
+    {
+        StreamGuard first = started(attributes, false);
+        size_t attached = 0;
+        REQUIRE(posix_trace_usdt_attach(first.get(), "posix_trace:eventid_open", &attached) == 0);
+        REQUIRE(attached > 0);
+        first_programs = bpf_programs_held();
+    }
+    StreamGuard second = started(attributes, false);
+    CHECK(new_programs(first_programs, bpf_programs_held()).size() == first_programs.size());
+    trace_event_id_t id = user_event("reuse.no.probe");
+    emit_numbered(id, 0, 3);
+    REQUIRE(posix_trace_stop(second.get()) == 0);
+    // The probe the first stream attached does not fire into this one.
+    CHECK(ids_of(read_available(second.get())) ==
+          std::vector<trace_event_id_t>{POSIX_TRACE_START, id, POSIX_TRACE_STOP});
 }

@@ -644,15 +644,26 @@ std::vector<KernelProgram::ProgramMisses> KernelProgram::recursion_misses() cons
 {
     std::vector<ProgramMisses> misses;
     for_each_loaded_program(skeleton_->obj, [&](bpf_program *program, uint64_t count) {
-        misses.push_back({bpf_program__name(program), count});
+        auto before = misses_before_.find(bpf_program__name(program));
+        misses.push_back({bpf_program__name(program),
+                          count - (before == misses_before_.end() ? 0 : before->second)});
     });
     return misses;
+}
+
+void KernelProgram::count_misses_from_now()
+{
+    misses_before_.clear();
+    for_each_loaded_program(skeleton_->obj, [&](bpf_program *program, uint64_t count) {
+        misses_before_[bpf_program__name(program)] = count;
+    });
 }
 
 uint64_t KernelProgram::recursion_misses_total() const
 {
     uint64_t total = 0;
-    for_each_loaded_program(skeleton_->obj, [&](bpf_program *, uint64_t count) { total += count; });
+    for (const ProgramMisses &program : recursion_misses())
+        total += program.misses;
     return total;
 }
 

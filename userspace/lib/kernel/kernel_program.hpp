@@ -150,7 +150,8 @@ public:
     uint64_t lifecycle_lost() const;
 
     // Program runs the kernel skipped (bpf_prog_info.recursion_misses: the
-    // program was already running on that CPU), per attached program.
+    // program was already running on that CPU) since the stream began, per
+    // attached program.
     struct ProgramMisses {
         std::string program;
         uint64_t misses;
@@ -206,9 +207,13 @@ private:
         bool operator==(const LoadChoices &) const = default;
     };
     void zero_cpu_counts();
+    void count_misses_from_now();
 
     Config config_;
     LoadChoices choices_;
+    // Each program's recursion misses when the stream began (a program
+    // reused from an earlier stream has some), by name.
+    std::map<std::string, uint64_t> misses_before_;
     std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;

@@ -21,15 +21,17 @@ unsigned positive_number_in(const char *variable)
     return number > 0 ? unsigned(number) : 0;
 }
 
-// Every map emptied here is keyed by a 32-bit id. Programs may add entries
-// meanwhile (they should not: nothing is traced), so the walk is bounded.
+// Every map emptied here is keyed by a 32-bit id. The programs delete
+// entries meanwhile (a thread's exit forgets its futex wait), so a key
+// gone before its delete is no reason to stop; they add none (nothing is
+// traced), and the walk is bounded anyway.
 void delete_every_entry(const bpf_map *map)
 {
     int fd = bpf_map__fd(map);
     __u32 key;
-    for (size_t left = 2 * size_t(bpf_map__max_entries(map)); left > 0; --left)
-        if (bpf_map_get_next_key(fd, nullptr, &key) != 0 || bpf_map_delete_elem(fd, &key) != 0)
-            return;
+    for (size_t left = 2 * size_t(bpf_map__max_entries(map));
+         left > 0 && bpf_map_get_next_key(fd, nullptr, &key) == 0; --left)
+        bpf_map_delete_elem(fd, &key);
 }
 
 } // namespace
@@ -48,8 +50,9 @@ bool KernelProgram::loaded_as(const Config &config) const
     return config.ring_bytes == config_.ring_bytes && choices_ == LoadChoices::now();
 }
 
-// Suspended first: from then on no program reserves a record, so the
-// tables and counts emptied after it stay empty.
+// Suspended first: from then on the programs record no event (a notice
+// about a process still traced may come: the next stream drops what is
+// stamped before it), and with no process traced they fill no table.
 void KernelProgram::go_idle()
 {
     set_state(PT_STREAM_SUSPENDED);
@@ -74,6 +77,7 @@ void KernelProgram::prepare_for(const Config &config)
     config_.max_data_size = config.max_data_size;
     skeleton_->bss->max_data_size = config.max_data_size;
     zero_cpu_counts();
+    count_misses_from_now();
     // With no image yet, 0 matches nothing until trace_process() sets both.
     __atomic_store_n(&skeleton_->bss->primary_tgid, 0u, __ATOMIC_SEQ_CST);
 }

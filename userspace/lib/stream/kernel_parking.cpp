@@ -2,14 +2,15 @@
 
 #include <pthread.h>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "util/immortal.hpp"
 #include "util/library_threads.hpp"
-#include "util/process_id.hpp"
 
 namespace posixtrace {
 namespace {
@@ -17,10 +18,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kIdleLife = std::chrono::milliseconds(KernelParking::kIdleLifeMs);
 
-// Displaced sides waiting for the releasing thread, at most: past that the
-// caller destroys the one it displaced, so a process that ends streams
-// faster than the kernel detaches probes holds a bounded number of them.
-constexpr size_t kMostWaitingRelease = 2;
+// Sides waiting for the releasing thread or being destroyed by it, at most:
+// past that the caller destroys the one it displaced, so a process that ends
+// streams faster than the kernel detaches probes holds a bounded number.
+constexpr size_t kMostBeingReleased = 2;
+
+// What one process parked and is releasing.
+struct Parked {
+    std::optional<KernelSide> side;
+    std::vector<KernelSide> doomed;
+    size_t being_destroyed = 0; // by the releasing thread, out of `doomed`
+    LibraryThreads::Thread releaser;
+    bool releaser_running = false;
+};
 
 class Lot {
 public:
@@ -34,91 +44,104 @@ public:
 
     Lot()
     {
-        // A child must not inherit the lock held by a thread it lacks.
-        pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
-                       [] { instance().mutex_.unlock(); });
+        pthread_atfork(nullptr, nullptr, [] { instance().start_afresh_in_child(); });
     }
 
     void park(KernelSide side)
     {
-        side.program->go_idle();
-        KernelSide displaced; // destroyed here, outside the lock
+        KernelSide unreleased; // destroyed here, outside the lock
         std::lock_guard lock(mutex_);
-        settle_after_fork_locked();
-        if (parked_ && doomed_.size() < kMostWaitingRelease)
-            doomed_.push_back(std::move(*parked_));
-        else if (parked_)
-            displaced = std::move(*parked_);
-        parked_ = std::move(side);
-        parked_at_ = Clock::now();
-        wake_releaser_locked();
+        Parked &parked = parked_locked();
+        unpark_locked(parked, unreleased);
+        parked.side = std::move(side);
+        wake_releaser_locked(parked);
     }
 
     std::optional<KernelSide> take(const KernelProgram::Config &config)
     {
+        KernelSide unreleased; // destroyed here, outside the lock
         std::lock_guard lock(mutex_);
-        settle_after_fork_locked();
-        if (!parked_ || !parked_->program->loaded_as(config))
+        Parked &parked = parked_locked();
+        if (!parked.side)
             return std::nullopt;
-        KernelSide side = std::move(*parked_);
-        parked_.reset();
+        if (!parked.side->program->loaded_as(config)) { // streams of another size now
+            unpark_locked(parked, unreleased);
+            return std::nullopt;
+        }
+        KernelSide side = std::move(*parked.side);
+        parked.side.reset();
         side.program->prepare_for(config);
         return side; // the releasing thread finds nothing parked and ends
     }
 
 private:
-    // A forked child holds copies of its parent's sides and thread handle:
-    // the sides' probes are attached for the parent, the thread is not
-    // there. They are kept, never used.
-    void settle_after_fork_locked()
+    Parked &parked_locked()
     {
-        pid_t now = current_process_id();
-        if (owner_ == now)
-            return;
-        if (owner_ != 0) {
-            if (parked_)
-                inherited_.push_back(std::move(*parked_));
-            parked_.reset();
-            for (auto &side : doomed_)
-                inherited_.push_back(std::move(side));
-            doomed_.clear();
-            inherited_threads_.push_back(std::move(releaser_));
-            releaser_running_ = false;
-        }
-        owner_ = now;
+        if (!parked_)
+            parked_ = std::make_unique<Parked>();
+        return *parked_;
     }
 
-    void wake_releaser_locked()
+    // The parked side goes to the releasing thread, or to `unreleased` for
+    // the caller to destroy when that thread has enough to do.
+    void unpark_locked(Parked &parked, KernelSide &unreleased)
     {
-        if (releaser_running_) {
+        if (!parked.side)
+            return;
+        if (parked.doomed.size() + parked.being_destroyed < kMostBeingReleased) {
+            parked.doomed.push_back(std::move(*parked.side));
+            wake_releaser_locked(parked);
+        } else {
+            unreleased = std::move(*parked.side);
+        }
+        parked.side.reset();
+    }
+
+    // In a child of fork, which may have been called while another thread
+    // of the parent held the lock or changed the parked state (or from a
+    // signal handler that interrupted this very code): the lock is made
+    // anew, and the parent's state is left untouched, never used (its
+    // probes are attached for the parent, its thread is not here), kept
+    // where the leak checker sees it.
+    void start_afresh_in_child()
+    {
+        ::new (static_cast<void *>(&mutex_)) std::mutex;
+        left_by_parents_[forks_seen_++ % left_by_parents_.size()] = parked_.release();
+    }
+
+    void wake_releaser_locked(Parked &parked)
+    {
+        if (parked.releaser_running) {
             wake_.notify_one();
             return;
         }
-        if (releaser_.joinable())
-            releaser_.join(); // it ended: it no longer needs the lock
-        releaser_ = LibraryThreads::start("posixtrace-rel",
-                                          [this](std::stop_token) { release_until_idle(); });
-        releaser_running_ = true;
+        if (parked.releaser.joinable())
+            parked.releaser.join(); // it ended: it no longer needs the lock
+        parked.releaser = LibraryThreads::start(
+            "posixtrace-rel", [this, &parked](std::stop_token) { release_until_idle(parked); });
+        parked.releaser_running = true;
     }
 
-    void release_until_idle()
+    void release_until_idle(Parked &parked)
     {
         std::unique_lock lock(mutex_);
         for (;;) {
-            if (!doomed_.empty()) {
-                KernelSide side = std::move(doomed_.back());
-                doomed_.pop_back();
+            if (!parked.doomed.empty()) {
+                KernelSide side = std::move(parked.doomed.back());
+                parked.doomed.pop_back();
+                ++parked.being_destroyed;
                 lock.unlock();
                 side.probes.reset(); // they refer to the program
                 side.program.reset();
                 lock.lock();
-            } else if (parked_ && Clock::now() >= parked_at_ + kIdleLife) {
-                doomed_.push_back(std::move(*parked_));
-                parked_.reset();
-            } else if (parked_) {
-                wake_.wait_until(lock, parked_at_ + kIdleLife);
+                --parked.being_destroyed;
+            } else if (parked.side && Clock::now() >= parked.side->idle_since + kIdleLife) {
+                parked.doomed.push_back(std::move(*parked.side));
+                parked.side.reset();
+            } else if (parked.side) {
+                wake_.wait_until(lock, parked.side->idle_since + kIdleLife);
             } else {
-                releaser_running_ = false;
+                parked.releaser_running = false;
                 return;
             }
         }
@@ -126,26 +149,28 @@ private:
 
     std::mutex mutex_;
     std::condition_variable wake_;
-    pid_t owner_ = 0;
-    std::optional<KernelSide> parked_;
-    Clock::time_point parked_at_;
-    std::vector<KernelSide> doomed_;
-    LibraryThreads::Thread releaser_;
-    bool releaser_running_ = false;
-    std::vector<KernelSide> inherited_;
-    std::vector<LibraryThreads::Thread> inherited_threads_;
+    std::unique_ptr<Parked> parked_;
+    std::array<Parked *, 8> left_by_parents_{};
+    size_t forks_seen_ = 0;
 };
 
 } // namespace
 
 void KernelParking::park(KernelSide side)
 {
+    side.program->go_idle();
+    side.idle_since = Clock::now();
     Lot::instance().park(std::move(side));
 }
 
 std::optional<KernelSide> KernelParking::take(const KernelProgram::Config &config)
 {
     return Lot::instance().take(config);
+}
+
+void KernelParking::give_back(KernelSide side)
+{
+    Lot::instance().park(std::move(side));
 }
 
 } // namespace posixtrace

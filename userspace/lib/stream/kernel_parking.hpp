@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -11,7 +12,8 @@ namespace posixtrace {
 // attached with it.
 struct KernelSide {
     std::unique_ptr<KernelProgram> program;
-    std::unique_ptr<ProbeAttacher> probes; // refers to *program
+    std::unique_ptr<ProbeAttacher> probes;              // refers to *program
+    std::chrono::steady_clock::time_point idle_since{}; // parked then
 };
 
 // Loading a stream's BPF object costs tens of milliseconds (the verifier,
@@ -29,8 +31,12 @@ public:
     // Idles `side` and parks it for this process's next stream.
     static void park(KernelSide side);
     // The side parked by this process for streams of `config`, idle and
-    // prepared for it (KernelProgram::prepare_for), if there is one.
+    // prepared for it (KernelProgram::prepare_for), if there is one; a side
+    // parked for another size is released.
     static std::optional<KernelSide> take(const KernelProgram::Config &config);
+    // Parks again a side taken and not used (nothing traced with it yet),
+    // as idle as it was since it was first parked.
+    static void give_back(KernelSide side);
 };
 
 } // namespace posixtrace

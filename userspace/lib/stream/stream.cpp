@@ -59,7 +59,6 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (reused) {
         // The records its earlier stream left in the rings are not this one's.
         discard_before_ns_ = rings_created_after_ns;
-        misses_seen_ = kernel_->recursion_misses_total();
     } else if (int err = KernelProgram::load(config, kernel_)) {
         return err;
     }
@@ -143,7 +142,7 @@ bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
         lanes_ = LaneAttachment::attach(lane_budget_for(attributes_.stream_size),
                                         config.max_data_size, merger_, monotonic_now());
     if (!lanes_) {
-        KernelParking::park(std::move(*parked));
+        KernelParking::give_back(std::move(*parked));
         return false;
     }
     kernel_ = std::move(parked->program);

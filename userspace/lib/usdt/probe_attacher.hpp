@@ -58,7 +58,8 @@ public:
     // it alone, and none was asked for by the user or failed to attach.
     bool reusable() const
     {
-        return user_events_elsewhere_ && !system_wide_ && specs_.empty() && unattached_.empty();
+        return user_events_elsewhere_ && !system_wide_ && specs_.empty() && usdt_names_.empty() &&
+               usdt_attached_.empty() && unattached_.empty();
     }
 
     // Processes scanned so far that are gone may be forgotten.
