@@ -4,6 +4,7 @@
 #include <trace.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -208,12 +209,13 @@ private:
     };
     void zero_cpu_counts();
     void count_misses_from_now();
+    uint64_t misses_before(const bpf_program *program) const;
 
     Config config_;
     LoadChoices choices_;
     // Each program's recursion misses when the stream began (a program
     // reused from an earlier stream has some), by name.
-    std::map<std::string, uint64_t> misses_before_;
+    std::map<std::string, uint64_t, std::less<>> misses_before_;
     std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;
