@@ -658,18 +658,18 @@ uint64_t KernelProgram::misses_before(const bpf_program *program) const
 void KernelProgram::count_misses_from_now()
 {
     misses_before_.clear();
+    misses_before_total_ = 0;
     for_each_loaded_program(skeleton_->obj, [&](bpf_program *program, uint64_t count) {
         misses_before_[bpf_program__name(program)] = count;
+        misses_before_total_ += count;
     });
 }
 
 uint64_t KernelProgram::recursion_misses_total() const
 {
     uint64_t total = 0; // allocates nothing: the drain thread reads it while the process may fork
-    for_each_loaded_program(skeleton_->obj, [&](bpf_program *program, uint64_t count) {
-        total += count - misses_before(program);
-    });
-    return total;
+    for_each_loaded_program(skeleton_->obj, [&](bpf_program *, uint64_t count) { total += count; });
+    return total - misses_before_total_;
 }
 
 std::string object_path_of(const void *address)

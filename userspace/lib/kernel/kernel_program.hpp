@@ -216,6 +216,7 @@ private:
     // Each program's recursion misses when the stream began (a program
     // reused from an earlier stream has some), by name.
     std::map<std::string, uint64_t, std::less<>> misses_before_;
+    uint64_t misses_before_total_ = 0;
     std::vector<ProgramGroup> thread_event_groups_;
     std::unique_ptr<posixtrace_bpf, SkeletonDeleter> skeleton_;
     std::vector<UniqueFd> ring_fds_;

@@ -69,9 +69,10 @@ void KernelProgram::go_idle()
                                maps.td_messages, maps.futex_waits})
         delete_every_entry(map);
     __atomic_store_n(&globals->other_processes_traced, 0u, __ATOMIC_SEQ_CST);
-    zero_cpu_counts();
 }
 
+// Nothing counts while idle (no process is traced): the counts are zeroed
+// once, here.
 void KernelProgram::prepare_for(const Config &config)
 {
     config_.max_data_size = config.max_data_size;
@@ -82,17 +83,15 @@ void KernelProgram::prepare_for(const Config &config)
     __atomic_store_n(&skeleton_->bss->primary_tgid, 0u, __ATOMIC_SEQ_CST);
 }
 
-// The counts are the stream's (its losses, its refusals); the switch chains
-// start again, as when the switch program is attached anew.
+// Every word of the per-CPU states, whatever fields they grow: the counts
+// are the stream's (its losses, its refusals), and the switch chains start
+// again, as when the switch program is attached anew.
 void KernelProgram::zero_cpu_counts()
 {
-    for (size_t cpu = 0; cpu < ring_fds_.size(); ++cpu) {
-        pt_cpu_state &state = cpu_states_[cpu];
-        for (__u64 *count : {&state.lost, &state.refused_full, &state.unreported_switches,
-                             &state.records, &state.untraced_children, &state.lifecycle_lost})
-            __atomic_store_n(count, __u64(0), __ATOMIC_RELAXED);
-        __atomic_store_n(&state.switch_seen, 0u, __ATOMIC_RELAXED);
-    }
+    static_assert(sizeof(pt_cpu_state) % sizeof(__u64) == 0);
+    auto *words = reinterpret_cast<__u64 *>(cpu_states_);
+    for (size_t i = 0; i < ring_fds_.size() * sizeof(pt_cpu_state) / sizeof(__u64); ++i)
+        __atomic_store_n(&words[i], __u64(0), __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
