@@ -20,7 +20,7 @@ CXXFLAGS     += -std=c++20 $(WARNINGS) $(SAN_FLAGS) -fPIC -pthread \
                 -Iinclude -Iuserspace/lib -Ibpf -I$(BUILD)/gen \
                 -DPOSIXTRACE_VERSION='"$(VERSION)"'
 CFLAGS_C     := -O2 -g -std=gnu11 $(WARNINGS) $(SAN_FLAGS) -Iinclude -pthread
-LDLIBS_LIB   := -lbpf -lelf -lz -pthread
+LDLIBS_LIB   := -lbpf -lelf -ldeflate -lz -pthread
 LDFLAGS      += $(SAN_FLAGS)
 
 LIB_SRCS     := $(shell find userspace/lib -name '*.cpp' | sort)
@@ -118,7 +118,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/stream/chunk_pool.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -lz -pthread
+	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -ldeflate -lz -pthread
 
 # The stress harness (tests/stress/): `make test` runs it briefly, `make
 # stress` for STRESS_SECONDS.

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages posixtrace needs to build, test and
 # benchmark, when any is missing. Quiet when everything is there.
 set -euo pipefail
-packages=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev catch2 libcli11-dev
+packages=(clang llvm libbpf-dev bpftool libelf-dev libdeflate-dev zlib1g-dev catch2 libcli11-dev
           systemtap-sdt-dev pkg-config make g++ bpftrace python3.11 libstdc++6 tmux
           linux-perf babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev
           lttng-tools liblttng-ust-dev)

@@ -288,8 +288,10 @@ void LogWriter::add_event_record(const pt_record &record, const void *data)
 {
     size_t length = std::min<size_t>(record.data_len, kMaxEventData);
     size_t at = current_.size();
-    current_.resize(at + padded8(kEventRecordHeader + length), 0);
+    size_t used = kEventRecordHeader + length;
+    current_.resize(at + padded8(used)); // every byte is written below
     uint8_t *out = current_.data() + at;
+    std::memset(out + used, 0, padded8(used) - used);
     store<uint32_t>(out, uint32_t(padded8(kEventRecordHeader + length)));
     store<uint16_t>(out + 4, kRecordEvent);
     store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
@@ -520,7 +522,7 @@ void LogWriter::write_loop(std::stop_token stop)
 
 void LogWriter::write_block(PendingBlock &block)
 {
-    std::vector<uint8_t> &bytes = block.bytes;
+    BlockBytes &bytes = block.bytes;
     store<uint32_t>(bytes.data() + 4, crc32_of(bytes.data() + 8, bytes.size() - 8));
     uint64_t offset;
     if (layout_.slot_size) {

@@ -21,6 +21,22 @@
 
 namespace posixtrace::log {
 
+// A block's bytes are all written before they are read, so growing it for
+// the next record need not zero it first (std::allocator's resize would).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+    template <typename U> struct rebind {
+        using other = UninitializedAllocator<U>;
+    };
+    UninitializedAllocator() = default;
+    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+    template <typename U> void construct(U *at) noexcept { ::new (static_cast<void *>(at)) U; }
+    template <typename U, typename... Args> void construct(U *at, Args &&...args)
+    {
+        ::new (static_cast<void *>(at)) U(std::forward<Args>(args)...);
+    }
+};
+using BlockBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
 // What the trailer records when the stream is shut down.
 struct FinalState {
     posix_trace_status_info status;
@@ -95,7 +111,7 @@ private:
         uint64_t slot_count = 0;
     };
     struct PendingBlock {
-        std::vector<uint8_t> bytes;
+        BlockBytes bytes;
         uint64_t sequence;
         uint64_t ticket;
         uint32_t events;
@@ -126,7 +142,7 @@ private:
     std::function<void()> progress_;
 
     // Filled by the stream (append/submit), one block at a time.
-    std::vector<uint8_t> current_;
+    BlockBytes current_;
     std::vector<uint8_t> named_in_block_; // one flag per event type id
     uint32_t records_in_block_ = 0;       // events and names
     uint32_t events_in_block_ = 0;
