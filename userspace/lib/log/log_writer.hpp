@@ -160,7 +160,7 @@ private:
     uint64_t written_ticket_ = 0;
     uint64_t end_offset_ = 0; // sequential: where the next block goes
     uint64_t events_written_ = 0;
-    uint64_t unwritten_events_ = 0; // since take_unwritten_events()
+    uint64_t unwritten_events_ = 0;    // since take_unwritten_events()
     uint64_t counted_from_ticket_ = 0; // earlier blocks were cleared
     int first_error_ = 0;
     int flush_error_ = 0;
