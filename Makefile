@@ -105,7 +105,7 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_screen.o,$(CLI_OBJS)))
 # And the library's way of opening a traced process's files, its merge of
-# rings and its own rings (hidden in it).
+# rings, its own rings and the stream's store (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/elf_dynamic.o \
                  $(BUILD)/obj/userspace/lib/usdt/library_search.o \
@@ -115,7 +115,10 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/text_file.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/stream/local_ring.o \
-                 $(BUILD)/obj/userspace/lib/stream/chunk_pool.o
+                 $(BUILD)/obj/userspace/lib/stream/chunk_pool.o \
+                 $(BUILD)/obj/userspace/lib/store/stream_store.o \
+                 $(BUILD)/obj/userspace/lib/store/event_buffer.o \
+                 $(BUILD)/obj/userspace/lib/attributes/attributes.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -ldeflate -lz -pthread

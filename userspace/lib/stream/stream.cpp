@@ -87,15 +87,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (int err = probes_->refresh(target))
         return err;
 
-    // stream-min-size is the room for the events a user plans for (POSIX:
-    // a set of events whose max sizes add up to it is recorded without
-    // loss); UNTIL_FULL's closing stop and loss report have their own.
-    size_t closing_room = attributes.stream_full_policy == POSIX_TRACE_UNTIL_FULL
-                              ? kStopEventBytes + kLossEventsBytes
-                              : 0;
-    buffer_ = std::make_unique<EventBuffer>(attributes.stream_size + closing_room);
-    if (!buffer_->valid())
+    store_ = std::make_unique<StreamStore>(attributes.stream_size, attributes.stream_full_policy);
+    if (!store_->valid())
         return ENOMEM;
+    full_policy_ = FullPolicy::make(attributes.stream_full_policy);
     for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
         merger_.add_ring(std::make_unique<RingReader>(kernel_->ring_fd(cpu), kernel_->ring_bytes()),
                          rings_created_after_ns);
@@ -287,7 +282,7 @@ void Stream::distrust_sleeps_locked()
 // it must be woken to go back to its periodic drain.
 void Stream::resume_running_locked()
 {
-    running_ = true;
+    phase_ = StreamPhase::Running;
     set_kernel_state_locked(PT_STREAM_RUNNING);
     wake_drain();
 }
@@ -297,24 +292,21 @@ void Stream::flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_n
     flush_until_ns_ = std::max(flush_until_ns_, until_ns);
     uint64_t ticket = ++flush_requested_;
     wake_drain();
-    flushed_.wait(lock, [&] { return flush_completed_ >= ticket || shut_down_; });
+    flushed_.wait(lock, [&] { return flush_completed_ >= ticket || shut_down(); });
 }
 
 int Stream::start()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
-    if (running_ || full_)
+    if (running() || store_->full())
         return 0; // POSIX: no event, no change
     uint64_t now = monotonic_now();
-    if (lost_while_full_.any()) {
-        queue_loss_events_locked(lost_while_full_, now);
-        lost_while_full_ = {};
-    }
+    if (LossReport refused = store_->take_refused(); refused.any())
+        queue_loss_events_locked(refused, now);
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
     started_ns_ = now;
-    stopped_by_full_log_ = false;
     resume_running_locked();
     return 0;
 }
@@ -322,7 +314,7 @@ int Stream::start()
 int Stream::stop()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
     stop_locked(lock);
     return 0;
@@ -330,16 +322,17 @@ int Stream::stop()
 
 void Stream::stop_locked(std::unique_lock<TrackedMutex> &lock)
 {
-    stopped_by_full_log_ = false; // an explicit stop wins over a restart at clear
-    if (!running_) {
-        if (auto_stopped_) // an explicit stop wins over the automatic restart
-            cancel_auto_restart_locked();
+    // An explicit stop wins over a restart: automatic, or at clear.
+    if (phase_ == StreamPhase::StoppedFull)
+        cancel_auto_restart_locked();
+    if (phase_ != StreamPhase::Running) {
+        phase_ = StreamPhase::Suspended;
         return;
     }
     // Suspended first, then stamped: a record the kernel stamps after the
     // change is discarded there, so every recorded event precedes this one.
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
-    running_ = false;
+    phase_ = StreamPhase::Suspended;
     uint64_t now = monotonic_now();
     posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
     queue_system_event_locked(POSIX_TRACE_STOP, now, &cause, sizeof cause);
@@ -349,7 +342,7 @@ void Stream::stop_locked(std::unique_lock<TrackedMutex> &lock)
 int Stream::clear()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
     // What was recorded until now is gone, and so are the losses counted
     // until now; a record stamped earlier that is still being written is
@@ -366,11 +359,7 @@ int Stream::clear()
     asleep_since_.clear();
     stream_losses_due_ = 0;
     pending_system_.clear();
-    buffer_->clear();
-    head_loss_ = {};
-    resume_due_ = false;
-    lost_while_full_ = {};
-    full_ = false;
+    store_->clear();
     overrun_ = false;
     counters_ = {};
     losses_ = {};
@@ -385,11 +374,8 @@ int Stream::clear()
         flushes_.clear();
         log_error_reported_ = false; // the failed write went with the blocks
     }
-    if (auto_stopped_ || stopped_by_full_log_) {
-        auto_stopped_ = false;
-        stopped_by_full_log_ = false;
+    if (phase_ == StreamPhase::StoppedFull || phase_ == StreamPhase::StoppedLogFull)
         resume_running_locked();
-    }
     update_readable_locked();
     return 0;
 }
@@ -399,7 +385,7 @@ int Stream::shutdown()
     std::optional<log::FinalState> final_state;
     {
         std::unique_lock lock(mutex_);
-        if (shut_down_)
+        if (shut_down())
             return 0;
         if (log_ && drain_.joinable()) { // as posix_trace_stop, then a last flush
             // Earlier flushes end first, so that their flush-stop events
@@ -407,7 +393,7 @@ int Stream::shutdown()
             // for their blocks anyway).
             wait_for_flushes_locked(lock);
             check_flush_done_locked();
-            bool was_running = running_;
+            bool was_running = running();
             stop_locked(lock); // drains the rings when it stops a running stream
             if (!was_running)
                 flush_locked(lock, monotonic_now());
@@ -416,7 +402,7 @@ int Stream::shutdown()
         }
         if (kernel_)
             set_kernel_state_locked(PT_STREAM_SUSPENDED);
-        shut_down_ = true;
+        phase_ = StreamPhase::ShutDown;
         update_readable_locked();
     }
     flushed_.notify_all();
@@ -435,7 +421,7 @@ int Stream::shutdown()
     if (park)
         KernelParking::park({std::move(kernel_), std::move(probes_)});
     kernel_.reset();
-    buffer_.reset();
+    store_.reset();
     pending_system_.clear();
     epoll_.reset();
     int err = log_ && final_state ? log_->close(*final_state) : 0;

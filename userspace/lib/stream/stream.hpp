@@ -21,7 +21,7 @@
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
-#include "stream/event_buffer.hpp"
+#include "store/stream_store.hpp"
 #include "stream/event_destination.hpp"
 #include "stream/lane_attachment.hpp"
 #include "stream/ring_merger.hpp"
@@ -104,13 +104,8 @@ public:
     void rewind_event_types();
 
 private:
-    struct LossReport {
-        uint64_t in_kernel = 0;
-        uint64_t in_stream = 0;
-        uint64_t timestamp_ns = 0; // realtime
-        bool any() const { return in_kernel + in_stream != 0; }
-    };
-
+    bool running() const { return phase_ == StreamPhase::Running; }
+    bool shut_down() const { return phase_ == StreamPhase::ShutDown; }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
     int open_log(int log_fd);
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
@@ -157,7 +152,6 @@ private:
     void follow_lifecycle_locked(const pt_record &record);
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
-    void drop_oldest_locked();
     void auto_stop_locked(uint64_t timestamp_ns);
     void auto_restart_locked();
     void cancel_auto_restart_locked();
@@ -191,7 +185,8 @@ private:
     uint64_t lanes_reclaimed_ns_ = 0; // monotonic; when exited threads' lanes were last looked for
     uint64_t lanes_owned_ = 0;        // by live threads, at that look
     uint64_t stalls_checked_ns_ = 0;  // monotonic; when busy lane records were last looked at
-    std::unique_ptr<EventBuffer> buffer_;
+    std::unique_ptr<StreamStore> store_;
+    std::unique_ptr<FullPolicy> full_policy_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread
     UniqueFd epoll_;    // the rings and wakeup_
@@ -199,13 +194,9 @@ private:
 
     mutable TrackedMutex mutex_;
     std::condition_variable_any flushed_;
-    bool running_ = false;
-    bool auto_stopped_ = false;
-    bool stopped_by_full_log_ = false;
+    StreamPhase phase_ = StreamPhase::Suspended;
     bool log_error_reported_ = false; // posix_trace_error queued for the log's write error
-    bool full_ = false;
     bool overrun_ = false;
-    bool shut_down_ = false;
     bool readable_signaled_ = false;
     trace_event_set_t filter_{};
     // The filters set since the oldest record not yet delivered, each with
@@ -235,10 +226,6 @@ private:
     uint64_t misses_flush_ticket_ = 0; // the flush they were last read for
     uint64_t stream_losses_due_ = 0;   // dropped here, not reported yet
     int64_t realtime_offset_ns_ = 0;   // realtime - monotonic, sampled at creation
-    LossReport head_loss_;             // LOOP dropped the oldest events
-    bool resume_due_ = false;          // a posix_trace_resume follows head_loss_
-    LossReport lost_while_full_;       // UNTIL_FULL refused them
-    uint64_t last_dropped_ns_ = 0;     // realtime; LOOP's latest overwritten event
     uint64_t refusals_seen_ = 0;       // kernel's UNTIL_FULL refusal count, accounted
     uint64_t refusals_read_ns_ = 0;    // monotonic; when it was read last
     posix_trace_counters counters_{};

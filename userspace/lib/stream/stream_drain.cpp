@@ -52,7 +52,7 @@ std::optional<timespec> Stream::drain_timeout_locked() const
         return timespec{0, 0};
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running_ || !pending_system_.empty() || merger_.holding() || images_to_forget_ ||
+    if (running() || !pending_system_.empty() || merger_.holding() || images_to_forget_ ||
         kernel_->lifecycle_lost() != lifecycle_lost_seen_)
         return to_timespec(kDrainPeriodNs);
     return std::nullopt;
@@ -223,8 +223,8 @@ void Stream::account_refusals_locked(uint64_t now_ns)
     if (!fresh)
         return;
     count_stream_loss_locked(StreamLoss::Refused, fresh);
-    if (auto_stopped_) {
-        lost_while_full_.in_stream += fresh;
+    if (phase_ == StreamPhase::StoppedFull) {
+        store_->add_refused(fresh);
         return;
     }
     queue_loss_events_locked({0, fresh, 0}, report_time_locked(since));

@@ -61,10 +61,6 @@ inline size_t ring_bytes_for(size_t stream_size)
     return bytes;
 }
 
-inline const size_t kStopEventBytes = stored_event_size(sizeof(posix_trace_stop_data));
-inline const size_t kLossEventsBytes =
-    stored_event_size(sizeof(posix_trace_overflow_data)) + stored_event_size(0);
-
 inline bool valid_abstime(const timespec *t)
 {
     return t && t->tv_nsec >= 0 && t->tv_nsec < long(kNanosPerSecond) && t->tv_sec >= 0;

@@ -20,13 +20,13 @@ using namespace stream_detail;
 int Stream::flush()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_ || !log_)
+    if (shut_down() || !log_)
         return EINVAL;
     if (int err = log_->first_error())
         return err;
     uint64_t now = monotonic_now();
     flush_locked(lock, now); // what the kernel recorded until now is in the stream
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
     if (!move_to_log_locked()) { // the log failed meanwhile: no flush started
         update_readable_locked();
@@ -34,7 +34,7 @@ int Stream::flush()
     }
     // After what the flush took (it may hold events stamped after `now`).
     note_flush_start_locked(std::max<uint64_t>(now, merger_.last_delivered_ns()));
-    if (auto_stopped_)
+    if (phase_ == StreamPhase::StoppedFull)
         auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
     update_readable_locked();
     return 0;
@@ -45,10 +45,10 @@ int Stream::flush()
 void Stream::flush_log_before_exec()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_ || !log_ || log_->first_error())
+    if (shut_down() || !log_ || log_->first_error())
         return;
     flush_locked(lock, monotonic_now());
-    if (shut_down_)
+    if (shut_down())
         return;
     move_to_log_locked();
     wait_for_flushes_locked(lock);
@@ -58,7 +58,7 @@ void Stream::flush_log_before_exec()
 // go meanwhile (the writer does not take it, a shutdown may).
 void Stream::wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock)
 {
-    while (!shut_down_ && !flushes_.empty() && !log_->done(flushes_.back())) {
+    while (!shut_down() && !flushes_.empty() && !log_->done(flushes_.back())) {
         lock.unlock();
         usleep(100);
         lock.lock();
@@ -83,13 +83,12 @@ bool Stream::move_to_log_locked()
     };
     while (take_loss_report_locked(report, loss))
         append(report, &loss);
-    while (!buffer_->empty()) {
-        const pt_record &record = buffer_->front();
+    while (!store_->empty()) {
+        const pt_record &record = store_->front();
         append(record, record.data);
-        buffer_->pop();
+        store_->pop();
     }
-    if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
-        full_ = false;
+    full_policy_->after_flush(*store_);
     flushes_.push_back(log_->submit());
     return true;
 }
@@ -125,8 +124,8 @@ void Stream::drop_for_failed_log_locked()
         ++dropped;
     pt_record error_record{};
     std::optional<posix_trace_error_data> error;
-    while (!buffer_->empty()) {
-        const pt_record &record = buffer_->front();
+    while (!store_->empty()) {
+        const pt_record &record = store_->front();
         if (record.event_id == POSIX_TRACE_ERROR && record.data_len == sizeof *error) {
             error_record = record;
             error.emplace();
@@ -134,14 +133,13 @@ void Stream::drop_for_failed_log_locked()
         } else {
             ++dropped;
         }
-        buffer_->pop();
+        store_->pop();
     }
     if (error)
-        buffer_->push(error_record, &*error); // already counted, already in realtime
+        store_->push(error_record, &*error); // already counted, already in realtime
     counters_.recorded -= dropped;
     count_stream_loss_locked(StreamLoss::Unwritten, dropped);
-    if (attributes_.stream_full_policy != POSIX_TRACE_UNTIL_FULL)
-        full_ = false;
+    full_policy_->after_flush(*store_);
 }
 
 // Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
@@ -154,11 +152,10 @@ void Stream::close_full_log_locked(uint64_t timestamp_ns)
     if (log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause),
                                   &cause))
         ++counters_.recorded; // an event of the stream's, as any other in the log
-    if (!running_)
+    if (phase_ != StreamPhase::Running)
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
-    running_ = false;
-    stopped_by_full_log_ = true;
+    phase_ = StreamPhase::StoppedLogFull;
 }
 
 // The flush-start event goes into the emptied stream, after the events the
@@ -183,7 +180,8 @@ log::FinalState Stream::final_state_locked()
 {
     log::FinalState state{};
     state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
-    state.status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_full_status =
+        store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     state.status.posix_stream_overrun_status =
         overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;

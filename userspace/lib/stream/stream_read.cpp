@@ -17,7 +17,7 @@ using namespace stream_detail;
 
 bool Stream::available_locked() const
 {
-    return shut_down_ || head_loss_.any() || resume_due_ || (buffer_ && !buffer_->empty());
+    return shut_down() || (store_ && (store_->report_due() || !store_->empty()));
 }
 
 // readable_ is a level: non-zero exactly while available_locked().
@@ -62,20 +62,17 @@ void Stream::copy_out(const pt_record &record, const void *data, const EventDest
 // filtered). False when none is due.
 bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss)
 {
-    if (head_loss_.any()) {
-        loss = {head_loss_.in_kernel + head_loss_.in_stream, head_loss_.in_kernel,
-                head_loss_.in_stream};
-        record = system_record(POSIX_TRACE_OVERFLOW, head_loss_.timestamp_ns, sizeof loss);
-        head_loss_ = {};
+    if (std::optional<LossReport> overwritten = store_->take_overwritten_report()) {
+        loss = {overwritten->in_kernel + overwritten->in_stream, overwritten->in_kernel,
+                overwritten->in_stream};
+        record = system_record(POSIX_TRACE_OVERFLOW, overwritten->timestamp_ns, sizeof loss);
         if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
             ++counters_.recorded;
             return true;
         }
     }
-    if (resume_due_) {
-        resume_due_ = false;
-        uint64_t at = buffer_->empty() ? last_dropped_ns_ : buffer_->front().timestamp_ns;
-        record = system_record(POSIX_TRACE_RESUME, at, 0);
+    if (std::optional<uint64_t> at = store_->take_resume_stamp()) {
+        record = system_record(POSIX_TRACE_RESUME, *at, 0);
         if (!filtered_locked(POSIX_TRACE_RESUME)) {
             ++counters_.recorded;
             return true;
@@ -92,15 +89,15 @@ int Stream::read_locked(const EventDestination &to)
         copy_out(report, &loss, to); // a resume event's data_len is 0
         return 0;
     }
-    if (buffer_->empty())
+    if (store_->empty())
         return EAGAIN;
-    const pt_record &record = buffer_->front();
+    const pt_record &record = store_->front();
     copy_out(record, record.data, to);
-    buffer_->pop();
-    if (buffer_->empty() && auto_stopped_)
+    store_->pop();
+    if (store_->empty() && phase_ == StreamPhase::StoppedFull)
         auto_restart_locked();
-    else if (buffer_->empty() || attributes_.stream_full_policy == POSIX_TRACE_LOOP)
-        full_ = false; // read empty (or, under LOOP, room made): no longer full
+    else
+        full_policy_->after_read(*store_);
     return 0;
 }
 
@@ -110,7 +107,7 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
     for (;;) {
         {
             std::lock_guard lock(mutex_);
-            if (shut_down_)
+            if (shut_down())
                 return EINVAL;
             int err = read_locked(to);
             update_readable_locked();

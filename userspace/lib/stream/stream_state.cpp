@@ -14,7 +14,7 @@ using namespace stream_detail;
 int Stream::set_filter(const trace_event_set_t &set, int how)
 {
     std::unique_lock lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
     trace_event_set_t updated = filter_;
     for (size_t i = 0; i < std::size(updated.__bits); ++i) {
@@ -55,7 +55,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
         filter_changes_.push_back({0, change.old_filter});
     filter_changes_.push_back({now, filter_});
     distrust_sleeps_locked();
-    if (running_)
+    if (running())
         queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
     return 0;
 }
@@ -75,8 +75,8 @@ posix_trace_status_info Stream::take_status()
 {
     std::lock_guard lock(mutex_);
     posix_trace_status_info status{};
-    status.posix_stream_status = running_ ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
-    status.posix_stream_full_status = full_ ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    status.posix_stream_status = running() ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
+    status.posix_stream_full_status = store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
     status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
@@ -136,7 +136,7 @@ uint64_t Stream::untraced_children() const
 int Stream::attach_usdt(const std::string &spec, size_t &attached)
 {
     std::lock_guard lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return EINVAL;
     return probes_->add_usdt_spec(target_pid_, spec, attached);
 }
@@ -154,7 +154,7 @@ static_assert(PT_MAX_TRACED_PROCESSES == POSIX_TRACE_MAX_TRACED_PROCESSES);
 int Stream::decode_usdt_string(const std::string &probe, unsigned index)
 {
     std::lock_guard lock(mutex_);
-    if (shut_down_ || index >= PT_USDT_MAX_ARGS)
+    if (shut_down() || index >= PT_USDT_MAX_ARGS)
         return EINVAL;
     auto id = probes_->usdt_id(probe);
     if (!id)
@@ -166,7 +166,7 @@ int Stream::decode_usdt_string(const std::string &probe, unsigned index)
 bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &change)
 {
     std::lock_guard lock(mutex_);
-    if (shut_down_)
+    if (shut_down())
         return false;
     change(*kernel_);
     return true;
@@ -179,7 +179,7 @@ int Stream::set_thread_agent(pid_t pid, bool present)
         thread_agents_.insert(pid);
     else
         thread_agents_.erase(pid);
-    if (shut_down_)
+    if (shut_down())
         return 0;
     int err = select_thread_event_programs_locked();
     if (err && present) // an agent whose events cannot all be produced is refused

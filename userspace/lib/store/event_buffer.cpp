@@ -1,4 +1,4 @@
-#include "stream/event_buffer.hpp"
+#include "store/event_buffer.hpp"
 
 #include <sys/mman.h>
 

@@ -1,0 +1,190 @@
+// StreamStore and the full policies, alone: what each policy decides for an
+// event that does not fit, and the losses the store keeps for the reader.
+// Synthetic records; the streams' tests run the same rules end to end.
+#include <catch2/catch.hpp>
+
+#include <posix_trace/events.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "attributes/attributes.hpp"
+#include "store/stream_store.hpp"
+
+using posixtrace::FullPolicy;
+using posixtrace::LossReport;
+using posixtrace::StreamPhase;
+using posixtrace::StreamStore;
+using Decision = FullPolicy::Decision;
+
+namespace {
+
+constexpr uint32_t kUserEvent = POSIX_TRACE_USER_EVENT_FIRST;
+constexpr size_t kPayload = 64;
+const size_t kEventBytes = posixtrace::stored_event_size(kPayload);
+
+pt_record record_of(uint32_t id, uint64_t stamp, uint32_t data_len = kPayload)
+{
+    pt_record record{};
+    record.event_id = id;
+    record.timestamp_ns = stamp;
+    record.data_len = data_len;
+    return record;
+}
+
+// Offers events stamped 1, 2, ... as a stream would: the policy first, then
+// the store if there is room. Returns the decisions.
+std::vector<Decision> offer(StreamStore &store, const FullPolicy &policy, int events,
+                            StreamPhase phase = StreamPhase::Running, uint64_t first_stamp = 1)
+{
+    std::vector<Decision> decisions;
+    std::vector<uint8_t> data(kPayload, 0xab);
+    for (int i = 0; i < events; ++i) {
+        pt_record record = record_of(kUserEvent, first_stamp + uint64_t(i));
+        Decision decision = policy.make_room(store, record, kEventBytes, phase);
+        decisions.push_back(decision);
+        if (decision == Decision::Store && store.fits(kEventBytes))
+            store.push(record, data.data());
+    }
+    return decisions;
+}
+
+std::vector<uint64_t> stamps_of(StreamStore &store)
+{
+    std::vector<uint64_t> stamps;
+    for (; !store.empty(); store.pop())
+        stamps.push_back(store.front().timestamp_ns);
+    return stamps;
+}
+
+} // namespace
+
+TEST_CASE("LOOP store: the newest events stay, the overwritten ones are counted and reported")
+{
+    StreamStore store(10 * kEventBytes, POSIX_TRACE_LOOP);
+    REQUIRE(store.valid());
+    auto policy = FullPolicy::make(POSIX_TRACE_LOOP);
+    for (Decision decision : offer(store, *policy, 25))
+        REQUIRE(decision == Decision::Store);
+    CHECK(store.full());
+    CHECK(store.take_overwritten_count() == 15);
+    CHECK(store.take_overwritten_count() == 0); // taken once
+    REQUIRE(store.report_due());
+    std::optional<LossReport> report = store.take_overwritten_report();
+    REQUIRE(report);
+    CHECK(report->in_stream == 15);
+    CHECK(report->in_kernel == 0);
+    CHECK(report->timestamp_ns == 15);                               // the newest event overwritten
+    CHECK(store.take_resume_stamp() == std::optional<uint64_t>(16)); // the oldest left
+    CHECK_FALSE(store.report_due());
+    std::vector<uint64_t> expected;
+    for (uint64_t stamp = 16; stamp <= 25; ++stamp)
+        expected.push_back(stamp);
+    CHECK(stamps_of(store) == expected);
+}
+
+TEST_CASE("LOOP store: an overwritten loss report hands its counts on")
+{
+    StreamStore store(3 * kEventBytes, POSIX_TRACE_LOOP);
+    auto policy = FullPolicy::make(POSIX_TRACE_LOOP);
+    posix_trace_overflow_data earlier{7, 3, 4};
+    pt_record overflow = record_of(POSIX_TRACE_OVERFLOW, 1, sizeof earlier);
+    store.push(overflow, &earlier);
+    offer(store, *policy, 3, StreamPhase::Running, 2); // overwrites the report, not an event
+    CHECK(store.take_overwritten_count() == 0);
+    std::optional<LossReport> report = store.take_overwritten_report();
+    REQUIRE(report);
+    CHECK(report->in_kernel == 3);
+    CHECK(report->in_stream == 4);
+}
+
+TEST_CASE("LOOP store: a read makes room, so the stream is full no more")
+{
+    StreamStore store(2 * kEventBytes, POSIX_TRACE_LOOP);
+    auto policy = FullPolicy::make(POSIX_TRACE_LOOP);
+    offer(store, *policy, 3);
+    REQUIRE(store.full());
+    store.pop();
+    policy->after_read(store);
+    CHECK_FALSE(store.full());
+}
+
+TEST_CASE("UNTIL_FULL store: it stops with room kept for the stop and the loss report")
+{
+    StreamStore store(4 * kEventBytes, POSIX_TRACE_UNTIL_FULL);
+    auto policy = FullPolicy::make(POSIX_TRACE_UNTIL_FULL);
+    std::vector<Decision> decisions = offer(store, *policy, 5);
+    CHECK(std::count(decisions.begin(), decisions.end(), Decision::Store) == 4);
+    CHECK(decisions.back() == Decision::StopThenRefuse);
+
+    // The stream's stop event takes the room kept for it.
+    pt_record stop = record_of(POSIX_TRACE_STOP, 6, sizeof(posix_trace_stop_data));
+    stop.cpu = UINT16_MAX;
+    size_t stop_bytes = posixtrace::stored_event_size(stop.data_len);
+    CHECK(policy->make_room(store, stop, stop_bytes, StreamPhase::Running) == Decision::Store);
+    // Once stopped, everything is refused, even what would fit.
+    pt_record small = record_of(kUserEvent, 7, 0);
+    CHECK(policy->make_room(store, small, posixtrace::stored_event_size(0),
+                            StreamPhase::StoppedFull) == Decision::Refuse);
+}
+
+TEST_CASE("UNTIL_FULL store: what it refuses while full is kept for the restart")
+{
+    StreamStore store(4 * kEventBytes, POSIX_TRACE_UNTIL_FULL);
+    std::vector<uint8_t> data(kPayload);
+    CHECK(store.refuse(record_of(kUserEvent, 1), data.data()));
+    CHECK(store.refuse(record_of(kUserEvent, 2), data.data()));
+    posix_trace_overflow_data carried{5, 2, 3};
+    CHECK_FALSE(store.refuse(record_of(POSIX_TRACE_OVERFLOW, 3, sizeof carried), &carried));
+    CHECK_FALSE(store.refuse(record_of(POSIX_TRACE_RESUME, 4, 0), nullptr));
+    store.add_refused(10);
+    LossReport refused = store.take_refused();
+    CHECK(refused.in_stream == 2 + 3 + 10);
+    CHECK(refused.in_kernel == 2);
+    CHECK_FALSE(store.take_refused().any());
+}
+
+TEST_CASE("UNTIL_FULL store: full until read empty, and a flush does not end it")
+{
+    StreamStore store(2 * kEventBytes, POSIX_TRACE_UNTIL_FULL);
+    auto policy = FullPolicy::make(POSIX_TRACE_UNTIL_FULL);
+    offer(store, *policy, 2);
+    store.set_full(true);
+    policy->after_flush(store);
+    CHECK(store.full());
+    store.pop();
+    policy->after_read(store);
+    CHECK(store.full());
+    store.pop();
+    policy->after_read(store);
+    CHECK_FALSE(store.full());
+}
+
+TEST_CASE("FLUSH store: an event that does not fit asks for a flush first")
+{
+    StreamStore store(3 * kEventBytes, POSIX_TRACE_FLUSH);
+    auto policy = FullPolicy::make(POSIX_TRACE_FLUSH);
+    std::vector<Decision> decisions = offer(store, *policy, 4);
+    CHECK(decisions == std::vector<Decision>{Decision::Store, Decision::Store, Decision::Store,
+                                             Decision::FlushThenStore});
+    CHECK(store.take_overwritten_count() == 0);
+    store.set_full(true);
+    policy->after_flush(store);
+    CHECK_FALSE(store.full());
+}
+
+TEST_CASE("clear: the store forgets its events and every loss it held")
+{
+    StreamStore store(2 * kEventBytes, POSIX_TRACE_LOOP);
+    auto policy = FullPolicy::make(POSIX_TRACE_LOOP);
+    offer(store, *policy, 5);
+    store.add_refused(4);
+    store.clear();
+    CHECK(store.empty());
+    CHECK_FALSE(store.full());
+    CHECK_FALSE(store.report_due());
+    CHECK(store.take_overwritten_count() == 0);
+    CHECK_FALSE(store.take_refused().any());
+}

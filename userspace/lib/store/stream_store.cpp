@@ -1,0 +1,154 @@
+#include "store/stream_store.hpp"
+
+#include <cstring>
+
+namespace posixtrace {
+
+StreamStore::StreamStore(size_t stream_size, int full_policy)
+    : buffer_(stream_size +
+              (full_policy == POSIX_TRACE_UNTIL_FULL ? kStopEventBytes + kLossEventsBytes : 0))
+{
+}
+
+void StreamStore::clear()
+{
+    buffer_.clear();
+    full_ = false;
+    head_loss_ = {};
+    overwritten_ = 0;
+    resume_due_ = false;
+    refused_ = {};
+}
+
+void StreamStore::overwrite_oldest_for(size_t bytes)
+{
+    while (!buffer_.fits(bytes) && !buffer_.empty()) {
+        const pt_record &oldest = buffer_.front();
+        if (oldest.event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data carried;
+            std::memcpy(&carried, oldest.data, sizeof carried);
+            head_loss_.in_kernel += carried.lost_in_kernel;
+            head_loss_.in_stream += carried.lost_in_stream;
+        } else if (oldest.event_id != POSIX_TRACE_RESUME) {
+            ++head_loss_.in_stream;
+            ++overwritten_;
+        }
+        head_loss_.timestamp_ns = oldest.timestamp_ns;
+        last_dropped_ns_ = oldest.timestamp_ns;
+        resume_due_ = true;
+        full_ = true;
+        buffer_.pop();
+    }
+}
+
+uint64_t StreamStore::take_overwritten_count()
+{
+    uint64_t overwritten = overwritten_;
+    overwritten_ = 0;
+    return overwritten;
+}
+
+std::optional<LossReport> StreamStore::take_overwritten_report()
+{
+    if (!head_loss_.any())
+        return std::nullopt;
+    LossReport report = head_loss_;
+    head_loss_ = {};
+    return report;
+}
+
+std::optional<uint64_t> StreamStore::take_resume_stamp()
+{
+    if (!resume_due_)
+        return std::nullopt;
+    resume_due_ = false;
+    return buffer_.empty() ? last_dropped_ns_ : buffer_.front().timestamp_ns;
+}
+
+// Overflow and resume events are only ever the trace system's own: the
+// kernel records no system event id for posix_trace_event().
+bool StreamStore::refuse(const pt_record &record, const void *data)
+{
+    if (record.event_id == POSIX_TRACE_OVERFLOW) {
+        posix_trace_overflow_data carried;
+        std::memcpy(&carried, data, sizeof carried);
+        refused_.in_kernel += carried.lost_in_kernel;
+        refused_.in_stream += carried.lost_in_stream;
+        return false;
+    }
+    if (record.event_id == POSIX_TRACE_RESUME)
+        return false;
+    ++refused_.in_stream;
+    return true;
+}
+
+LossReport StreamStore::take_refused()
+{
+    LossReport refused = refused_;
+    refused_ = {};
+    return refused;
+}
+
+// ---- the policies ------------------------------------------------------------
+
+void FullPolicy::after_read(StreamStore &store) const
+{
+    if (store.empty())
+        store.set_full(false);
+}
+
+namespace {
+
+// The oldest events make room for the newest.
+class LoopPolicy final : public FullPolicy {
+public:
+    Decision make_room(StreamStore &store, const pt_record &, size_t bytes,
+                       StreamPhase) const override
+    {
+        store.overwrite_oldest_for(bytes);
+        return Decision::Store;
+    }
+    void after_read(StreamStore &store) const override { store.set_full(false); }
+};
+
+// The stream stops once full; it keeps room for its stop event and the
+// report of its losses.
+class UntilFullPolicy final : public FullPolicy {
+public:
+    Decision make_room(StreamStore &store, const pt_record &record, size_t bytes,
+                       StreamPhase phase) const override
+    {
+        if (phase == StreamPhase::StoppedFull)
+            return Decision::Refuse;
+        bool stop_event = record.event_id == POSIX_TRACE_STOP && record.cpu == UINT16_MAX;
+        size_t room_kept = stop_event ? 0 : kStopEventBytes + kLossEventsBytes;
+        return store.fits(bytes + room_kept) ? Decision::Store : Decision::StopThenRefuse;
+    }
+    void after_flush(StreamStore &) const override {}
+};
+
+// A full stream empties into its log.
+class FlushPolicy final : public FullPolicy {
+public:
+    Decision make_room(StreamStore &store, const pt_record &, size_t bytes,
+                       StreamPhase) const override
+    {
+        return store.fits(bytes) ? Decision::Store : Decision::FlushThenStore;
+    }
+};
+
+} // namespace
+
+std::unique_ptr<FullPolicy> FullPolicy::make(int stream_full_policy)
+{
+    switch (stream_full_policy) {
+    case POSIX_TRACE_LOOP:
+        return std::make_unique<LoopPolicy>();
+    case POSIX_TRACE_UNTIL_FULL:
+        return std::make_unique<UntilFullPolicy>();
+    default:
+        return std::make_unique<FlushPolicy>();
+    }
+}
+
+} // namespace posixtrace

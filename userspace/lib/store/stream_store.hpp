@@ -1,0 +1,113 @@
+#pragma once
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "attributes/attributes.hpp"
+#include "posixtrace.h"
+#include "store/event_buffer.hpp"
+
+namespace posixtrace {
+
+// Where a stream is in its life. Only Running records; the two stopped
+// phases remember who stopped it: the stream's own full policy (an
+// UNTIL_FULL stream runs again once read empty) or its full log (it runs
+// again at posix_trace_clear or posix_trace_start).
+enum class StreamPhase { Suspended, Running, StoppedFull, StoppedLogFull, ShutDown };
+
+// Losses to report in one overflow event, and the time to stamp it with.
+struct LossReport {
+    uint64_t in_kernel = 0;
+    uint64_t in_stream = 0;
+    uint64_t timestamp_ns = 0; // realtime
+    bool any() const { return in_kernel + in_stream != 0; }
+};
+
+// The room UNTIL_FULL keeps for the events that close a full stream: the
+// stop event, then the report of what was lost while it was full.
+inline const size_t kStopEventBytes = stored_event_size(sizeof(posix_trace_stop_data));
+inline const size_t kLossEventsBytes =
+    stored_event_size(sizeof(posix_trace_overflow_data)) + stored_event_size(0);
+
+// The events a stream holds, in the order they are read, and the losses
+// the full policies leave for the reader: LOOP's overwritten events,
+// reported before the oldest one left (an overflow, then a resume event),
+// and what UNTIL_FULL refused while full, reported when it runs again. The
+// stream decides when; this keeps the counts and the status.
+class StreamStore {
+public:
+    // Room for `stream_size` bytes of events, plus the closing room of the
+    // policy (POSIX: events whose sizes add up to stream-min-size all fit).
+    StreamStore(size_t stream_size, int full_policy);
+
+    bool valid() const { return buffer_.valid(); }
+    bool empty() const { return buffer_.empty(); }
+    bool fits(size_t bytes) const { return buffer_.fits(bytes); }
+    const pt_record &front() const { return buffer_.front(); }
+    void push(const pt_record &record, const void *data) { buffer_.push(record, data); }
+    void pop() { buffer_.pop(); }
+    // Empties it and forgets every loss it held (posix_trace_clear).
+    void clear();
+
+    // LOOP: the oldest events go until `bytes` fit (or none is left). A
+    // dropped loss report hands its counts on to the next.
+    void overwrite_oldest_for(size_t bytes);
+    // The events overwritten since the last call, for the stream's counts.
+    uint64_t take_overwritten_count();
+    bool report_due() const { return head_loss_.any() || resume_due_; }
+    // The overflow report due before the oldest event left, if any.
+    std::optional<LossReport> take_overwritten_report();
+    // The stamp of the resume event due after it, if any.
+    std::optional<uint64_t> take_resume_stamp();
+
+    // UNTIL_FULL: an event refused while full; true if it is a loss of its
+    // own (a refused loss report hands its counts on, a resume is no event).
+    bool refuse(const pt_record &record, const void *data);
+    void add_refused(uint64_t in_stream) { refused_.in_stream += in_stream; }
+    // What was refused while full, to report once the stream runs again.
+    LossReport take_refused();
+
+    // POSIX's full status: set by the policy that filled it, cleared as
+    // the policy empties it.
+    bool full() const { return full_; }
+    void set_full(bool full) { full_ = full; }
+
+private:
+    EventBuffer buffer_;
+    bool full_ = false;
+    LossReport head_loss_;         // LOOP overwrote the oldest events
+    uint64_t overwritten_ = 0;     // not taken into the stream's counts yet
+    bool resume_due_ = false;      // a resume event follows head_loss_
+    uint64_t last_dropped_ns_ = 0; // realtime; LOOP's latest overwritten event
+    LossReport refused_;           // UNTIL_FULL refused them while full
+};
+
+// One object per stream full policy: what becomes of an event that does
+// not fit, and when the store stops being full. The stream carries out the
+// decision (it owns the kernel's state and the log).
+class FullPolicy {
+public:
+    enum class Decision {
+        Store,          // it fits now (LOOP made room)
+        Refuse,         // UNTIL_FULL, already stopped
+        StopThenRefuse, // UNTIL_FULL: the stream stops, this event is refused
+        FlushThenStore, // FLUSH: everything held goes to the log first
+    };
+    static std::unique_ptr<FullPolicy> make(int stream_full_policy);
+    virtual ~FullPolicy() = default;
+
+    virtual Decision make_room(StreamStore &store, const pt_record &record, size_t bytes,
+                               StreamPhase phase) const = 0;
+    // A reader took an event: the store stays full until read empty, but
+    // under LOOP the room taken is room made.
+    virtual void after_read(StreamStore &store) const;
+    // Everything held went to the log: full no more, except under
+    // UNTIL_FULL, which stays stopped until it is read empty or cleared.
+    virtual void after_flush(StreamStore &store) const { store.set_full(false); }
+};
+
+} // namespace posixtrace
