@@ -114,10 +114,11 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/elf_symbols.o \
                  $(BUILD)/obj/userspace/lib/util/text_file.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
-                 $(BUILD)/obj/userspace/lib/stream/local_ring.o \
-                 $(BUILD)/obj/userspace/lib/stream/chunk_pool.o \
+                 $(BUILD)/obj/userspace/lib/sources/lanes/local_ring.o \
+                 $(BUILD)/obj/userspace/lib/sources/lanes/chunk_pool.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
+                 $(BUILD)/obj/userspace/lib/store/loss_ledger.o \
                  $(BUILD)/obj/userspace/lib/attributes/attributes.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)

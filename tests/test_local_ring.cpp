@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "stream/chunk_pool.hpp"
-#include "stream/local_ring.hpp"
+#include "sources/lanes/chunk_pool.hpp"
+#include "sources/lanes/local_ring.hpp"
 #include "stream/ring_merger.hpp"
 
 using posixtrace::ChunkPool;

@@ -1,6 +1,6 @@
 #pragma once
 // What the emit path (lanes.cpp) and the stream's side of the lanes
-// (stream/lane_attachment.cpp) share: the process's control page, a
+// (sources/lanes/lane_source.cpp) share: the process's control page, a
 // thread's record of its calls, and how one is looked at safely.
 #include <sys/types.h>
 
@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "emit/lanes.hpp"
-#include "stream/chunk_pool.hpp"
+#include "sources/lanes/chunk_pool.hpp"
 
 namespace posixtrace {
 

@@ -1,6 +1,6 @@
 // The emit path of the lanes: what posix_trace_event() runs in the emitting
 // thread. Async-signal-safe throughout; the stream's side is in
-// stream/lane_attachment.cpp.
+// sources/lanes/lane_source.cpp.
 #include "emit/lanes.hpp"
 
 #include <pthread.h>

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "posixtrace.h"
-#include "stream/local_ring.hpp"
+#include "sources/lanes/local_ring.hpp"
 
 namespace posixtrace {
 

@@ -10,8 +10,7 @@
 #include <cerrno>
 
 #include "events/event_set.hpp"
-#include "stream/kernel_parking.hpp"
-#include "stream/ring_reader.hpp"
+#include "sources/kernel/kernel_parking.hpp"
 #include "stream/stream_internal.hpp"
 #include "util/process_id.hpp"
 
@@ -55,7 +54,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // Every record is reserved in a ring created after this: stamped later.
     uint64_t rings_created_after_ns = monotonic_now();
     bool lanes_wanted = takes_lanes(target, attributes);
-    bool reused = lanes_wanted && take_parked_kernel_side(target, binary, config);
+    std::unique_ptr<LaneSource> lanes;
+    bool reused = lanes_wanted && take_parked_kernel_side(target, binary, config, lanes);
     if (reused) {
         // The records its earlier stream left in the rings are not this one's.
         discard_before_ns_ = rings_created_after_ns;
@@ -78,9 +78,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         // This process's user events come through the lanes or through the
         // probe, never both, never neither.
         if (lanes_wanted && probes_->leave_user_events_of(target, binary)) {
-            lanes_ = LaneAttachment::attach(lane_budget_for(attributes.stream_size),
-                                            config.max_data_size, merger_, monotonic_now());
-            if (!lanes_)
+            lanes = LaneSource::attach(lane_budget_for(attributes.stream_size),
+                                       config.max_data_size, merger_, monotonic_now());
+            if (!lanes)
                 probes_->attach_user_events_everywhere(); // another stream holds the lanes
         }
     }
@@ -91,12 +91,16 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!store_->valid())
         return ENOMEM;
     full_policy_ = FullPolicy::make(attributes.stream_full_policy);
-    for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
-        merger_.add_ring(std::make_unique<RingReader>(kernel_->ring_fd(cpu), kernel_->ring_bytes()),
-                         rings_created_after_ns);
-        if (!merger_.ready())
-            return ENOMEM;
-    }
+    // The lanes joined the merge as they were attached; the kernel's rings
+    // join now.
+    auto kernel_source = std::make_unique<KernelSource>(*kernel_);
+    kernel_source->join_merge(merger_, rings_created_after_ns);
+    if (!merger_.ready())
+        return ENOMEM;
+    sources_.push_back(std::move(kernel_source));
+    kernel_side_reusable_ = lanes != nullptr;
+    if (lanes)
+        sources_.push_back(std::move(lanes));
 
     readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -106,12 +110,14 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     epoll_event wake{EPOLLIN, {}};
     wake.data.fd = wakeup_.get();
     epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wakeup_.get(), &wake);
-    for (int cpu = 0; cpu < kernel_->cpu_count(); ++cpu) {
-        // Edge-triggered: a ring holding records younger than the reorder
-        // window must not wake us again and again.
-        epoll_event ring{EPOLLIN | EPOLLET, {}};
-        ring.data.fd = kernel_->ring_fd(cpu);
-        epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, ring.data.fd, &ring);
+    for (auto &source : sources_) {
+        for (int fd : source->readable_fds()) {
+            // Edge-triggered: a ring holding records younger than the
+            // reorder window must not wake us again and again.
+            epoll_event ring{EPOLLIN | EPOLLET, {}};
+            ring.data.fd = fd;
+            epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ring);
+        }
     }
 
     // One offset for the stream's life: the conversion keeps the order (and
@@ -120,7 +126,6 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     last_pass_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
-    kernel_side_reusable_ = lanes_ != nullptr;
     return 0;
 }
 
@@ -128,15 +133,16 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
 // probes leave this process's user events to the lanes and the lanes are
 // this stream's (the probe it lacks would be needed otherwise).
 bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
-                                     const KernelProgram::Config &config)
+                                     const KernelProgram::Config &config,
+                                     std::unique_ptr<LaneSource> &lanes)
 {
     std::optional<KernelSide> parked = KernelParking::take(config);
     if (!parked)
         return false;
     if (parked->probes->leave_user_events_of(target, binary))
-        lanes_ = LaneAttachment::attach(lane_budget_for(attributes_.stream_size),
-                                        config.max_data_size, merger_, monotonic_now());
-    if (!lanes_) {
+        lanes = LaneSource::attach(lane_budget_for(attributes_.stream_size), config.max_data_size,
+                                   merger_, monotonic_now());
+    if (!lanes) {
         KernelParking::give_back(std::move(*parked));
         return false;
     }
@@ -246,31 +252,29 @@ void Stream::wake_drain()
 // says nothing of the wakeups after it (see note_hidden_wakeup_locked).
 void Stream::set_kernel_state_locked(pt_stream_state state)
 {
-    kernel_->set_state(state);
-    if (lanes_)
-        lanes_->set_state(state);
+    for (auto &source : sources_)
+        source->set_state(state);
     distrust_sleeps_locked();
 }
 
 void Stream::set_kernel_filter_locked(const trace_event_set_t &filtered)
 {
-    kernel_->set_filter(filtered);
-    if (lanes_)
-        lanes_->set_filter(filtered);
+    for (auto &source : sources_)
+        source->set_filter(filtered);
 }
 
 // What the rings the merge reads could not hold, the kernel's and the lanes'.
-KernelProgram::Losses Stream::transport_losses_locked() const
+SourceLosses Stream::transport_losses_locked() const
 {
-    KernelProgram::Losses losses = kernel_->losses();
-    if (lanes_)
-        losses.ring_full += lanes_->lost();
+    SourceLosses losses;
+    for (const auto &source : sources_)
+        losses += source->losses();
     return losses;
 }
 
 uint64_t Stream::refused_while_full_locked() const
 {
-    return kernel_->refused_while_full() + (lanes_ ? lanes_->refused_while_full() : 0);
+    return transport_losses_locked().refused_while_full;
 }
 
 void Stream::distrust_sleeps_locked()
@@ -348,22 +352,16 @@ int Stream::clear()
     // until now; a record stamped earlier that is still being written is
     // dropped when it comes. The cut-off is read last: nothing recorded
     // after it is discarded.
-    kernel_losses_seen_ = transport_losses_locked();
-    refusals_seen_ = refused_while_full_locked();
-    misses_seen_ = kernel_->recursion_misses_total();
+    SourceLosses counted = transport_losses_locked();
+    uint64_t misses = kernel_->recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
     discard_before_ns_ = now;
-    refusals_read_ns_ = now;
     sleeps_trusted_after_ns_ = now;
     asleep_since_.clear();
-    stream_losses_due_ = 0;
     pending_system_.clear();
     store_->clear();
-    overrun_ = false;
-    counters_ = {};
-    losses_ = {};
-    unwritten_ = 0;
+    ledger_.clear(counted, misses, now);
     // POSIX: the log is reset too. The flushes so far end with it: their
     // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
     // it has: reset() says so with an error; a write of its blocks that
@@ -417,7 +415,7 @@ int Stream::shutdown()
     if (park) // the rings empty for the next stream
         merger_.discard_all([](const pt_record &) {});
     merger_ = RingMerger();
-    lanes_.reset(); // the merge read them until now
+    sources_.clear(); // the merge read them until now
     if (park)
         KernelParking::park({std::move(kernel_), std::move(probes_)});
     kernel_.reset();

@@ -21,9 +21,11 @@
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
+#include "sources/kernel/kernel_source.hpp"
+#include "sources/lanes/lane_source.hpp"
+#include "store/loss_ledger.hpp"
 #include "store/stream_store.hpp"
 #include "stream/event_destination.hpp"
-#include "stream/lane_attachment.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
@@ -127,19 +129,18 @@ private:
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void account_refusals_locked(uint64_t now_ns);
     uint64_t report_time_locked(uint64_t looked_ns) const;
-    enum class StreamLoss { Overwritten, Refused, Late, Unwritten };
-    void count_stream_loss_locked(StreamLoss kind, uint64_t count);
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     static bool is_lifecycle_record(const pt_record &record);
     static bool is_user_event(const pt_record &record);
     void set_kernel_state_locked(pt_stream_state state);
     void set_kernel_filter_locked(const trace_event_set_t &filtered);
-    KernelProgram::Losses transport_losses_locked() const;
+    SourceLosses transport_losses_locked() const;
     uint64_t refused_while_full_locked() const;
     bool takes_lanes(pid_t target, const Attributes &attributes) const;
     bool take_parked_kernel_side(pid_t target, const std::string &binary,
-                                 const KernelProgram::Config &config);
+                                 const KernelProgram::Config &config,
+                                 std::unique_ptr<LaneSource> &lanes);
     void distrust_sleeps_locked();
     void track_sleep_locked(const pt_record &record, const uint8_t *data);
     bool note_hidden_wakeup_locked(const pt_record &report);
@@ -181,12 +182,12 @@ private:
     // Its kernel side may serve this process's next stream (KernelParking).
     bool kernel_side_reusable_ = false;
     RingMerger merger_;
-    std::unique_ptr<LaneAttachment> lanes_; // this process's user events, without the uprobe
-    uint64_t lanes_reclaimed_ns_ = 0; // monotonic; when exited threads' lanes were last looked for
-    uint64_t lanes_owned_ = 0;        // by live threads, at that look
-    uint64_t stalls_checked_ns_ = 0;  // monotonic; when busy lane records were last looked at
+    // The kernel's rings, and the lanes when this process's user events
+    // take them rather than the uprobe.
+    std::vector<std::unique_ptr<RecordSource>> sources_;
     std::unique_ptr<StreamStore> store_;
     std::unique_ptr<FullPolicy> full_policy_;
+    LossLedger ledger_;
     UniqueFd readable_; // eventfd, readable while available_locked()
     UniqueFd wakeup_;   // eventfd, wakes the drain thread
     UniqueFd epoll_;    // the rings and wakeup_
@@ -196,7 +197,6 @@ private:
     std::condition_variable_any flushed_;
     StreamPhase phase_ = StreamPhase::Suspended;
     bool log_error_reported_ = false; // posix_trace_error queued for the log's write error
-    bool overrun_ = false;
     bool readable_signaled_ = false;
     trace_event_set_t filter_{};
     // The filters set since the oldest record not yet delivered, each with
@@ -218,19 +218,11 @@ private:
     uint64_t passes_ = 0;
     uint64_t accept_after_ns_ = 0;   // monotonic; older records are lost (UNTIL_FULL restart)
     uint64_t discard_before_ns_ = 0; // monotonic; older records were cleared
-    // What the kernel counted (in its per-CPU states, and the programs'
-    // recursion misses), reported or cleared already.
-    KernelProgram::Losses kernel_losses_seen_{};
-    uint64_t misses_seen_ = 0;
+    // The programs' recursion misses are read every few passes (ledger_
+    // keeps what was seen).
     uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last
     uint64_t misses_flush_ticket_ = 0; // the flush they were last read for
-    uint64_t stream_losses_due_ = 0;   // dropped here, not reported yet
     int64_t realtime_offset_ns_ = 0;   // realtime - monotonic, sampled at creation
-    uint64_t refusals_seen_ = 0;       // kernel's UNTIL_FULL refusal count, accounted
-    uint64_t refusals_read_ns_ = 0;    // monotonic; when it was read last
-    posix_trace_counters counters_{};
-    posix_trace_loss_counters losses_{};
-    uint64_t unwritten_ = 0; // the events a failed log did not take, apart: see events.h
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;

@@ -61,17 +61,9 @@ std::optional<timespec> Stream::drain_timeout_locked() const
 void Stream::drain_pass_locked()
 {
     uint64_t now = monotonic_now();
-    if (lanes_) {
-        lanes_->adopt_new_lanes(merger_, now);
-        if (now - lanes_reclaimed_ns_ >=
-            kLaneReclaimPeriodNs * std::max<uint64_t>(1, lanes_owned_ / kLanesCheckedEachPeriod)) {
-            lanes_owned_ = lanes_->reclaim_lanes_of_exited_threads();
-            lanes_reclaimed_ns_ = now;
-        }
-        if (now - stalls_checked_ns_ >= kLaneReclaimPeriodNs) {
-            report_given_up_locked(merger_.pass_abandoned_records());
-            stalls_checked_ns_ = now;
-        }
+    for (auto &source : sources_) {
+        source->join_merge(merger_, now);
+        report_given_up_locked(source->look_after(merger_, now));
     }
     LibraryThreads::refresh(library_threads_);
     rescan_after_lifecycle_loss_locked(now);
@@ -92,10 +84,8 @@ void Stream::drain_pass_locked()
     }
     last_pass_ns_ = now;
     ++passes_;
-    if (stream_losses_due_) {
-        queue_loss_events_locked({0, stream_losses_due_, 0}, merger_.last_delivered_ns());
-        stream_losses_due_ = 0;
-    }
+    if (uint64_t owed = ledger_.take_owed())
+        queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
     update_readable_locked();
 }
 
@@ -149,25 +139,16 @@ void Stream::report_kernel_losses_locked()
     // skipped before it is reported before the events that follow it.
     if (passes_ % kMissesPeriodPasses == 0 || misses_flush_ticket_ != flush_requested_) {
         misses_flush_ticket_ = flush_requested_;
-        uint64_t misses = kernel_->recursion_misses_total();
-        skipped = misses > misses_seen_ ? misses - misses_seen_ : 0;
-        misses_seen_ = std::max(misses_seen_, misses);
+        skipped = ledger_.fresh_misses(kernel_->recursion_misses_total());
         if (skipped) // they happened after the previous reading of the misses
             looked_ns = std::min(looked_ns, misses_read_ns_);
         misses_read_ns_ = last_pass_ns_;
     }
-    KernelProgram::Losses counted = transport_losses_locked();
-    uint64_t ring_full = counted.ring_full - kernel_losses_seen_.ring_full;
-    uint64_t unreported = counted.unreported_switches - kernel_losses_seen_.unreported_switches;
-    kernel_losses_seen_ = counted;
-    uint64_t lost = ring_full + unreported + skipped;
+    SourceLosses fresh = ledger_.fresh_transport(transport_losses_locked());
+    uint64_t lost = fresh.ring_full + fresh.unreported_switches + skipped;
     if (!lost)
         return;
-    losses_.ring_full += ring_full;
-    losses_.switches_unreported += unreported;
-    losses_.runs_skipped += skipped;
-    counters_.lost_in_kernel += lost;
-    overrun_ = true;
+    ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
     queue_loss_events_locked({lost, 0, 0}, report_time_locked(looked_ns));
 }
 
@@ -179,9 +160,7 @@ void Stream::report_given_up_locked(const RingMerger::GivenUp &given_up)
 {
     if (!given_up.records)
         return;
-    losses_.ring_full += given_up.records;
-    counters_.lost_in_kernel += given_up.records;
-    overrun_ = true;
+    ledger_.count_kernel_loss(given_up.records, 0, 0);
     queue_loss_events_locked({given_up.records, 0, 0}, report_time_locked(given_up.reserved_by_ns));
 }
 
@@ -199,16 +178,6 @@ uint64_t Stream::report_time_locked(uint64_t looked_ns) const
         {looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns(), started_ns_});
 }
 
-void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
-{
-    counters_.lost_in_stream += count;
-    (kind == StreamLoss::Overwritten ? losses_.overwritten
-     : kind == StreamLoss::Refused   ? losses_.refused
-     : kind == StreamLoss::Late      ? losses_.late
-                                     : unwritten_) += count;
-    overrun_ = true;
-}
-
 // What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
 // counts it, every pass and at each restart, so a refusal counted just after
 // a restart is not missed. While the stream is full, refusals join the report
@@ -216,13 +185,11 @@ void Stream::count_stream_loss_locked(StreamLoss kind, uint64_t count)
 // the time of the previous reading (they happened after it).
 void Stream::account_refusals_locked(uint64_t now_ns)
 {
-    uint64_t refused = refused_while_full_locked();
-    uint64_t fresh = refused - refusals_seen_, since = refusals_read_ns_;
-    refusals_seen_ = refused;
-    refusals_read_ns_ = now_ns;
+    uint64_t since = 0;
+    uint64_t fresh = ledger_.fresh_refusals(refused_while_full_locked(), now_ns, since);
     if (!fresh)
         return;
-    count_stream_loss_locked(StreamLoss::Refused, fresh);
+    ledger_.count_stream_loss(StreamLoss::Refused, fresh);
     if (phase_ == StreamPhase::StoppedFull) {
         store_->add_refused(fresh);
         return;
@@ -234,8 +201,8 @@ void Stream::account_refusals_locked(uint64_t now_ns)
 // pass, before anything younger than what was delivered.
 void Stream::note_stream_loss_locked(StreamLoss kind, uint64_t count)
 {
-    count_stream_loss_locked(kind, count);
-    stream_losses_due_ += count;
+    ledger_.count_stream_loss(kind, count);
+    ledger_.owe_report(count);
 }
 
 void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
@@ -292,9 +259,7 @@ void Stream::deliver_thread_report_locked(const pt_record &record, const uint8_t
         ++lost.lost_in_kernel;
     }
     store_locked(record, &lost);
-    counters_.lost_in_kernel += lost.lost_in_kernel;
-    losses_.switches_unreported += lost.lost_in_kernel;
-    overrun_ = true;
+    ledger_.count_kernel_loss(0, lost.lost_in_kernel, 0);
     if (!filtered_locked(POSIX_TRACE_RESUME))
         store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
 }

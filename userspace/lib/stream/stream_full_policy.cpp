@@ -29,9 +29,9 @@ void Stream::store_locked(const pt_record &record, const void *data)
         return;
     }
     if (uint64_t overwritten = store_->take_overwritten_count())
-        count_stream_loss_locked(StreamLoss::Overwritten, overwritten);
+        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten);
     if (!store_->fits(bytes)) { // larger than the whole stream
-        count_stream_loss_locked(StreamLoss::Refused, 1);
+        ledger_.count_stream_loss(StreamLoss::Refused, 1);
         return;
     }
     push_locked(record, data);
@@ -42,7 +42,7 @@ void Stream::store_locked(const pt_record &record, const void *data)
 void Stream::refuse_locked(const pt_record &record, const void *data)
 {
     if (store_->refuse(record, data))
-        count_stream_loss_locked(StreamLoss::Refused, 1);
+        ledger_.count_stream_loss(StreamLoss::Refused, 1);
 }
 
 // Every event the stream holds is counted recorded, the trace system's own
@@ -51,7 +51,7 @@ void Stream::push_locked(pt_record record, const void *data)
 {
     record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
     store_->push(record, data);
-    ++counters_.recorded;
+    ledger_.count_recorded();
 }
 
 void Stream::auto_stop_locked(uint64_t timestamp_ns)
@@ -59,7 +59,7 @@ void Stream::auto_stop_locked(uint64_t timestamp_ns)
     set_kernel_state_locked(PT_STREAM_FULL);
     phase_ = StreamPhase::StoppedFull;
     store_->set_full(true);
-    overrun_ = true;
+    ledger_.set_overrun();
     posix_trace_stop_data cause{POSIX_TRACE_STOP_STREAM_FULL};
     if (!filtered_locked(POSIX_TRACE_STOP))
         push_locked(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
@@ -75,7 +75,7 @@ void Stream::auto_restart_locked()
     account_refusals_locked(now);
     uint64_t lost = discard_recorded_locked(); // recorded before the kernel saw the stop
     store_->add_refused(lost);
-    count_stream_loss_locked(StreamLoss::Refused, lost);
+    ledger_.count_stream_loss(StreamLoss::Refused, lost);
     store_->set_full(false);
     if (LossReport refused = store_->take_refused(); refused.any())
         queue_loss_events_locked(refused, now);
@@ -95,7 +95,7 @@ void Stream::cancel_auto_restart_locked()
     account_refusals_locked(now);
     uint64_t lost = discard_recorded_locked();
     store_->add_refused(lost);
-    count_stream_loss_locked(StreamLoss::Refused, lost);
+    ledger_.count_stream_loss(StreamLoss::Refused, lost);
     accept_after_ns_ = now;
     phase_ = StreamPhase::Suspended;
 }

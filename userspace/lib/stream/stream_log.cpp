@@ -101,8 +101,8 @@ bool Stream::move_to_log_locked()
 void Stream::account_log_failure_locked()
 {
     if (uint64_t unwritten = log_->take_unwritten_events()) {
-        counters_.recorded -= unwritten;
-        count_stream_loss_locked(StreamLoss::Unwritten, unwritten);
+        ledger_.take_back_recorded(unwritten);
+        ledger_.count_stream_loss(StreamLoss::Unwritten, unwritten);
     }
     int err = log_->first_error();
     if (!err || log_error_reported_)
@@ -137,8 +137,8 @@ void Stream::drop_for_failed_log_locked()
     }
     if (error)
         store_->push(error_record, &*error); // already counted, already in realtime
-    counters_.recorded -= dropped;
-    count_stream_loss_locked(StreamLoss::Unwritten, dropped);
+    ledger_.take_back_recorded(dropped);
+    ledger_.count_stream_loss(StreamLoss::Unwritten, dropped);
     full_policy_->after_flush(*store_);
 }
 
@@ -151,7 +151,7 @@ void Stream::close_full_log_locked(uint64_t timestamp_ns)
     posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
     if (log_->append_closing_stop(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause),
                                   &cause))
-        ++counters_.recorded; // an event of the stream's, as any other in the log
+        ledger_.count_recorded(); // an event of the stream's, as any other in the log
     if (phase_ != StreamPhase::Running)
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
@@ -183,12 +183,12 @@ log::FinalState Stream::final_state_locked()
     state.status.posix_stream_full_status =
         store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     state.status.posix_stream_overrun_status =
-        overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+        ledger_.overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
     state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
-    state.recorded = counters_.recorded;
-    state.lost_in_kernel = counters_.lost_in_kernel;
-    state.lost_in_stream = counters_.lost_in_stream;
+    state.recorded = ledger_.counters().recorded;
+    state.lost_in_kernel = ledger_.counters().lost_in_kernel;
+    state.lost_in_stream = ledger_.counters().lost_in_stream;
     state.types = event_types_locked();
     return state;
 }

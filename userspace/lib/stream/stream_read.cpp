@@ -67,14 +67,14 @@ bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_dat
                 overwritten->in_stream};
         record = system_record(POSIX_TRACE_OVERFLOW, overwritten->timestamp_ns, sizeof loss);
         if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
-            ++counters_.recorded;
+            ledger_.count_recorded();
             return true;
         }
     }
     if (std::optional<uint64_t> at = store_->take_resume_stamp()) {
         record = system_record(POSIX_TRACE_RESUME, *at, 0);
         if (!filtered_locked(POSIX_TRACE_RESUME)) {
-            ++counters_.recorded;
+            ledger_.count_recorded();
             return true;
         }
     }

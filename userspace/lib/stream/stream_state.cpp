@@ -77,7 +77,8 @@ posix_trace_status_info Stream::take_status()
     posix_trace_status_info status{};
     status.posix_stream_status = running() ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
     status.posix_stream_full_status = store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
-    status.posix_stream_overrun_status = overrun_ ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    status.posix_stream_overrun_status =
+        ledger_.take_overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
     status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
     status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
@@ -90,7 +91,6 @@ posix_trace_status_info Stream::take_status()
         if (log_->take_overrun())
             status.posix_log_overrun_status = POSIX_TRACE_OVERRUN;
     }
-    overrun_ = false;
     return status;
 }
 
@@ -100,7 +100,7 @@ posix_trace_counters Stream::counters()
     std::lock_guard lock(mutex_);
     if (log_)
         account_log_failure_locked();
-    return counters_;
+    return ledger_.counters();
 }
 
 posix_trace_loss_counters Stream::loss_counters()
@@ -108,7 +108,7 @@ posix_trace_loss_counters Stream::loss_counters()
     std::lock_guard lock(mutex_);
     if (log_)
         account_log_failure_locked();
-    return losses_;
+    return ledger_.losses();
 }
 
 uint64_t Stream::unwritten_events()
@@ -116,7 +116,7 @@ uint64_t Stream::unwritten_events()
     std::lock_guard lock(mutex_);
     if (log_)
         account_log_failure_locked();
-    return unwritten_;
+    return ledger_.unwritten();
 }
 
 std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const

@@ -1,4 +1,4 @@
-#include "stream/local_ring.hpp"
+#include "sources/lanes/local_ring.hpp"
 
 namespace posixtrace {
 namespace {

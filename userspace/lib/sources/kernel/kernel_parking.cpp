@@ -1,4 +1,4 @@
-#include "stream/kernel_parking.hpp"
+#include "sources/kernel/kernel_parking.hpp"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "stream/ring_reader.hpp"
+#include "sources/kernel/ring_reader.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "stream/chunk_pool.hpp"
+#include "sources/lanes/chunk_pool.hpp"
 
 #include <sys/mman.h>
 

@@ -1,7 +1,7 @@
 // The stream's side of the lanes (emit/lanes.hpp): attaching the process's
 // lanes to the one stream that takes them, reading them in the merge, and
 // giving back what threads that exited or stalled left.
-#include "stream/lane_attachment.hpp"
+#include "sources/lanes/lane_source.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,6 +20,13 @@
 
 namespace posixtrace {
 namespace {
+
+// Lanes of threads that exited, and records left busy by a thread that will
+// not finish them, are looked for this often; past kLanesCheckedEachPeriod
+// lanes in use, exited threads less often in proportion (a system call a
+// lane: a thousand idle threads would cost the drain a tenth of a CPU).
+constexpr uint64_t kReclaimPeriodNs = 20'000'000;
+constexpr uint64_t kLanesCheckedEachPeriod = 100;
 
 // Under attach_mutex. The control of this process, mapped on first use and
 // made new in a child of fork (whose copy reads zero).
@@ -191,10 +198,10 @@ Lane *lanes_listed_after_clock(const LaneControl &control)
 
 } // namespace
 
-LaneAttachment::LaneAttachment(LaneControl &control) : control_(control) {}
+LaneSource::LaneSource(LaneControl &control) : control_(control) {}
 
-std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t budget_bytes, uint32_t max_data_size,
-                                                       RingMerger &merger, uint64_t now_ns)
+std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max_data_size,
+                                               RingMerger &merger, uint64_t now_ns)
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
@@ -207,25 +214,24 @@ std::unique_ptr<LaneAttachment> LaneAttachment::attach(size_t budget_bytes, uint
         word.store(0, std::memory_order_relaxed);
     control->generation.fetch_add(1, std::memory_order_seq_cst);
 
-    auto attachment = std::make_unique<LaneAttachment>(*control);
-    attachment->budget_chunks_ =
-        std::min<size_t>(budget_bytes / kLaneChunkBytes, kLaneChunksAtMost);
-    attachment->reclaim_lanes_of_exited_threads();
-    attachment->lost_before_ = attachment->lost();
-    attachment->refused_before_ = attachment->refused_while_full();
-    attachment->listed_after_ns_ = now_ns;
+    auto source = std::make_unique<LaneSource>(*control);
+    source->budget_chunks_ = std::min<size_t>(budget_bytes / kLaneChunkBytes, kLaneChunksAtMost);
+    source->reclaim_lanes_of_exited_threads();
+    source->lost_before_ = source->lost();
+    source->refused_before_ = source->refused_while_full();
+    source->listed_after_ns_ = now_ns;
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
         skip_earlier_records(*lane);
         merger.add_ring(std::make_unique<LaneView>(*lane, control->pid), now_ns);
     }
-    attachment->adopted_head_ = head;
+    source->adopted_head_ = head;
     control->attached.store(1, std::memory_order_release);
     lanes_in_use.store(1, std::memory_order_release);
-    return attachment;
+    return source;
 }
 
-LaneAttachment::~LaneAttachment()
+LaneSource::~LaneSource()
 {
     std::lock_guard lock(attach_mutex);
     control_.state.store(PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
@@ -235,12 +241,12 @@ LaneAttachment::~LaneAttachment()
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
 }
 
-void LaneAttachment::set_state(pt_stream_state state)
+void LaneSource::set_state(pt_stream_state state)
 {
     control_.state.store(uint32_t(state), std::memory_order_seq_cst);
 }
 
-void LaneAttachment::set_filter(const trace_event_set_t &filtered)
+void LaneSource::set_filter(const trace_event_set_t &filtered)
 {
     static_assert(sizeof(filtered.__bits) == sizeof(control_.filter));
     for (size_t i = 0; i < std::size(control_.filter); ++i)
@@ -248,7 +254,7 @@ void LaneAttachment::set_filter(const trace_event_set_t &filtered)
     std::atomic_thread_fence(std::memory_order_seq_cst); // before the caller's stamp
 }
 
-void LaneAttachment::adopt_new_lanes(RingMerger &merger, uint64_t now_ns)
+void LaneSource::join_merge(RingMerger &merger, uint64_t now_ns)
 {
     // A lane not listed at the previous reading was published after it, so
     // after the clock read before it: its records are stamped later.
@@ -259,7 +265,25 @@ void LaneAttachment::adopt_new_lanes(RingMerger &merger, uint64_t now_ns)
     listed_after_ns_ = now_ns;
 }
 
-size_t LaneAttachment::reclaim_lanes_of_exited_threads()
+RingMerger::GivenUp LaneSource::look_after(RingMerger &merger, uint64_t now_ns)
+{
+    if (now_ns - reclaimed_ns_ >=
+        kReclaimPeriodNs * std::max<uint64_t>(1, owned_ / kLanesCheckedEachPeriod)) {
+        owned_ = reclaim_lanes_of_exited_threads();
+        reclaimed_ns_ = now_ns;
+    }
+    if (now_ns - stalls_checked_ns_ < kReclaimPeriodNs)
+        return {};
+    stalls_checked_ns_ = now_ns;
+    return merger.pass_abandoned_records();
+}
+
+SourceLosses LaneSource::losses() const
+{
+    return {lost(), 0, refused_while_full()};
+}
+
+size_t LaneSource::reclaim_lanes_of_exited_threads()
 {
     size_t owned = 0;
     for (Lane *lane = control_.lanes.load(std::memory_order_acquire); lane; lane = lane->next) {
@@ -284,13 +308,13 @@ size_t LaneAttachment::reclaim_lanes_of_exited_threads()
     return owned;
 }
 
-uint64_t LaneAttachment::lost() const
+uint64_t LaneSource::lost() const
 {
     return control_.no_lane.load(std::memory_order_relaxed) +
            control_.lost_records.load(std::memory_order_relaxed) - lost_before_;
 }
 
-uint64_t LaneAttachment::refused_while_full() const
+uint64_t LaneSource::refused_while_full() const
 {
     return control_.refused_full.load(std::memory_order_relaxed) - refused_before_;
 }

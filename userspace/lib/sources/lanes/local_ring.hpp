@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "stream/chunk_pool.hpp"
+#include "sources/lanes/chunk_pool.hpp"
 #include "stream/record_ring.hpp"
 #include "util/fork_wiped_memory.hpp"
 

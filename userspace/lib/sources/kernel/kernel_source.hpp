@@ -1,0 +1,26 @@
+#pragma once
+#include "kernel/kernel_program.hpp"
+#include "sources/record_source.hpp"
+
+namespace posixtrace {
+
+// The records the kernel programs write: one BPF ring buffer a CPU, read in
+// place. The program itself stays the stream's (it also follows processes
+// and steers the thread events); this is what the merge needs of it.
+class KernelSource final : public RecordSource {
+public:
+    explicit KernelSource(KernelProgram &program) : program_(program) {}
+
+    void set_state(pt_stream_state state) override { program_.set_state(state); }
+    void set_filter(const trace_event_set_t &filtered) override { program_.set_filter(filtered); }
+    // The rings join once: the kernel makes no new ones.
+    void join_merge(RingMerger &merger, uint64_t now_ns) override;
+    std::vector<int> readable_fds() const override;
+    SourceLosses losses() const override;
+
+private:
+    KernelProgram &program_;
+    bool joined_ = false;
+};
+
+} // namespace posixtrace
