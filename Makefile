@@ -119,6 +119,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
                  $(BUILD)/obj/userspace/lib/store/loss_ledger.o \
+                 $(BUILD)/obj/userspace/lib/stages/hidden_wakeups.o \
                  $(BUILD)/obj/userspace/lib/attributes/attributes.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)

@@ -126,11 +126,14 @@ struct pt_record {
     __u32 data_len;
     __u32 image;       /* user events and lifecycle records: see PT_IMAGE_NONE */
     __u16 flags;       /* enum pt_record_flags */
-    __u16 cpu;
+    __u16 cpu;         /* the CPU that recorded it; PT_CPU_SYSTEM: none */
     __u8 data[];
 };
 
 #define PT_RECORD_HEADER_SIZE 48u
+/* The cpu of an event the trace system made itself (a start, a stop, a
+ * loss report), not one a program or a thread recorded. */
+#define PT_CPU_SYSTEM 0xffffu
 
 /* Each image a traced process runs gets a number of its own, given in the
  * kernel at the fork that made the process and at each exec (the value of

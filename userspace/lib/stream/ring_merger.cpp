@@ -204,7 +204,10 @@ void RingMerger::release(Window &window)
     else
         for (const Pending &record : pending)
             oldest = std::min(oldest, record.position);
-    window.reader->release(oldest);
+    // An idle ring's position has not moved: a lane's would look at its
+    // table of chunks for nothing, a thousand lanes every pass.
+    if (oldest != window.reader->released())
+        window.reader->release(oldest);
 }
 
 RingMerger::GivenUp RingMerger::pass_abandoned_records()

@@ -38,6 +38,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // Called under the stream's lock; the kernel side goes only at shutdown.
     user_events_ = std::make_unique<StreamUserEvents>(
         target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; });
+    processes_.emplace(*user_events_);
+    library_threads_ = LibraryThreadFilter(creator_pid_);
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
         if (int err = open_log(log_fd))
             return err;
@@ -58,7 +60,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     bool reused = lanes_wanted && take_parked_kernel_side(target, binary, config, lanes);
     if (reused) {
         // The records its earlier stream left in the rings are not this one's.
-        discard_before_ns_ = rings_created_after_ns;
+        cut_offs_.clear_before(rings_created_after_ns);
     } else if (int err = KernelProgram::load(config, kernel_)) {
         return err;
     }
@@ -249,7 +251,7 @@ void Stream::wake_drain()
 }
 
 // A change of state opens a gap in what is recorded: a sleep seen before it
-// says nothing of the wakeups after it (see note_hidden_wakeup_locked).
+// says nothing of the wakeups after it (see HiddenWakeups).
 void Stream::set_kernel_state_locked(pt_stream_state state)
 {
     for (auto &source : sources_)
@@ -279,7 +281,7 @@ uint64_t Stream::refused_while_full_locked() const
 
 void Stream::distrust_sleeps_locked()
 {
-    sleeps_trusted_after_ns_ = monotonic_now();
+    hidden_wakeups_.distrust_until(monotonic_now());
 }
 
 // The drain thread sleeps without a timeout while the stream is suspended:
@@ -356,9 +358,9 @@ int Stream::clear()
     uint64_t misses = kernel_->recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
-    discard_before_ns_ = now;
-    sleeps_trusted_after_ns_ = now;
-    asleep_since_.clear();
+    cut_offs_.clear_before(now);
+    hidden_wakeups_.distrust_until(now);
+    hidden_wakeups_.forget_all();
     pending_system_.clear();
     store_->clear();
     ledger_.clear(counted, misses, now);

@@ -23,6 +23,11 @@
 #include "log/log_writer.hpp"
 #include "sources/kernel/kernel_source.hpp"
 #include "sources/lanes/lane_source.hpp"
+#include "stages/cut_offs.hpp"
+#include "stages/hidden_wakeups.hpp"
+#include "stages/library_thread_filter.hpp"
+#include "stages/process_follower.hpp"
+#include "stages/record_kind.hpp"
 #include "store/loss_ledger.hpp"
 #include "store/stream_store.hpp"
 #include "stream/event_destination.hpp"
@@ -131,8 +136,6 @@ private:
     uint64_t report_time_locked(uint64_t looked_ns) const;
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
-    static bool is_lifecycle_record(const pt_record &record);
-    static bool is_user_event(const pt_record &record);
     void set_kernel_state_locked(pt_stream_state state);
     void set_kernel_filter_locked(const trace_event_set_t &filtered);
     SourceLosses transport_losses_locked() const;
@@ -142,15 +145,12 @@ private:
                                  const KernelProgram::Config &config,
                                  std::unique_ptr<LaneSource> &lanes);
     void distrust_sleeps_locked();
-    void track_sleep_locked(const pt_record &record, const uint8_t *data);
-    bool note_hidden_wakeup_locked(const pt_record &report);
+    void deliver_user_event_locked(const pt_record &record, const uint8_t *data);
+    void deliver_thread_event_locked(const pt_record &record, const uint8_t *data);
     void deliver_thread_report_locked(const pt_record &record, const uint8_t *data);
-    bool about_library_thread(const pt_record &record, const uint8_t *data) const;
     uint64_t discard_recorded_locked();
     uint64_t drop_record_locked(const pt_record &record);
-    static bool is_thread_event(const pt_record &record);
     int select_thread_event_programs_locked();
-    void follow_lifecycle_locked(const pt_record &record);
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
     void auto_stop_locked(uint64_t timestamp_ns);
@@ -216,8 +216,7 @@ private:
     uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
     uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
     uint64_t passes_ = 0;
-    uint64_t accept_after_ns_ = 0;   // monotonic; older records are lost (UNTIL_FULL restart)
-    uint64_t discard_before_ns_ = 0; // monotonic; older records were cleared
+    CutOffs cut_offs_;
     // The programs' recursion misses are read every few passes (ledger_
     // keeps what was seen).
     uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last
@@ -226,7 +225,8 @@ private:
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;
-    LibraryThreads::Snapshot library_threads_; // as of the current drain pass
+    LibraryThreadFilter library_threads_; // as of the current drain pass
+    std::optional<ProcessFollower> processes_;
     std::unique_ptr<ProbeAttacher> probes_;
     // Lifecycle records that found no room, as last looked at, when, and
     // how many processes that look found.
@@ -241,9 +241,7 @@ private:
     };
     std::optional<ImagesToForget> images_to_forget_;
     std::set<pid_t> thread_agents_;
-    // Threads seen going to sleep and not seen woken since, with the time.
-    std::unordered_map<pid_t, uint64_t> asleep_since_;
-    uint64_t sleeps_trusted_after_ns_ = 0; // monotonic; the last gap in recording
+    HiddenWakeups hidden_wakeups_;
     std::unique_ptr<log::LogWriter> log_;
     std::deque<uint64_t> flushes_; // tickets of the flushes still being written
 };

@@ -1,0 +1,104 @@
+// The stages a record passes on its way to the store, alone, on synthetic
+// records: its kind, decided once; the cut-offs of clear and of an
+// UNTIL_FULL restart; the wakeups the kernel hid with a switch-in.
+#include <catch2/catch.hpp>
+
+#include <posix_trace/events.h>
+
+#include "stages/cut_offs.hpp"
+#include "stages/hidden_wakeups.hpp"
+#include "stages/record_kind.hpp"
+
+using posixtrace::classify;
+using posixtrace::CutOffs;
+using posixtrace::HiddenWakeups;
+using posixtrace::RecordKind;
+
+namespace {
+
+pt_record record_of(uint32_t id, uint64_t stamp = 0, uint16_t cpu = 0, uint32_t tid = 0)
+{
+    pt_record record{};
+    record.event_id = id;
+    record.timestamp_ns = stamp;
+    record.cpu = cpu;
+    record.tid = tid;
+    return record;
+}
+
+uint32_t td_event(uint32_t td)
+{
+    return POSIX_TRACE_TD_EVENT_FIRST + td - 1;
+}
+
+} // namespace
+
+TEST_CASE("record kinds: each record is classified once, by id and by who made it")
+{
+    CHECK(classify(record_of(PT_EVENT_PROCESS_FORK)) == RecordKind::Lifecycle);
+    CHECK(classify(record_of(PT_EVENT_PROCESS_EXEC)) == RecordKind::Lifecycle);
+    CHECK(classify(record_of(PT_EVENT_PROCESS_EXIT)) == RecordKind::Lifecycle);
+    CHECK(classify(record_of(PT_EVENT_LINK_MAP_CHANGED)) == RecordKind::Lifecycle);
+    CHECK(classify(record_of(PT_EVENT_USER_NAME)) == RecordKind::Lifecycle);
+    CHECK(classify(record_of(POSIX_TRACE_USER_EVENT_FIRST)) == RecordKind::UserEvent);
+    CHECK(classify(record_of(POSIX_TRACE_USDT_EVENT_FIRST - 1)) == RecordKind::UserEvent);
+    CHECK(classify(record_of(POSIX_TRACE_USDT_EVENT_FIRST)) == RecordKind::Other);
+    CHECK(classify(record_of(td_event(PT_TD_SLEEP))) == RecordKind::ThreadEvent);
+    CHECK(classify(record_of(POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)) ==
+          RecordKind::Other);
+    CHECK(classify(record_of(POSIX_TRACE_OVERFLOW)) == RecordKind::ThreadReport);
+    // What the stream itself made (cpu UINT16_MAX) is no thread's nor user's.
+    CHECK(classify(record_of(POSIX_TRACE_OVERFLOW, 0, UINT16_MAX)) == RecordKind::Other);
+    CHECK(classify(record_of(POSIX_TRACE_USER_EVENT_FIRST, 0, UINT16_MAX)) == RecordKind::Other);
+    CHECK(classify(record_of(td_event(PT_TD_SLEEP), 0, UINT16_MAX)) == RecordKind::Other);
+}
+
+TEST_CASE("cut-offs: cleared before a clear, refused before a restart, kept after both")
+{
+    CutOffs cut_offs;
+    CHECK(cut_offs.of(0) == CutOffs::Verdict::Keep);
+    cut_offs.clear_before(100);
+    cut_offs.accept_after(200);
+    CHECK(cut_offs.of(99) == CutOffs::Verdict::Cleared);
+    CHECK(cut_offs.cleared(99));
+    CHECK(cut_offs.of(100) == CutOffs::Verdict::Refused);
+    CHECK(cut_offs.of(199) == CutOffs::Verdict::Refused);
+    CHECK(cut_offs.of(200) == CutOffs::Verdict::Keep);
+    CHECK_FALSE(cut_offs.cleared(200));
+}
+
+TEST_CASE("hidden wakeups: a sleeper found running was woken unseen, once")
+{
+    HiddenWakeups wakeups;
+    pt_td_data sleeper{};
+    sleeper.tid = 42;
+    wakeups.track(record_of(td_event(PT_TD_SLEEP), 1000), sleeper);
+    pt_record report = record_of(POSIX_TRACE_OVERFLOW, 2000, 0, 42);
+    CHECK(wakeups.woken_unseen(report));
+    CHECK_FALSE(wakeups.woken_unseen(report)); // settled by the first report
+}
+
+TEST_CASE("hidden wakeups: a wakeup or a switch-in seen settles the sleep")
+{
+    pt_td_data sleeper{};
+    sleeper.tid = 7;
+    for (uint32_t seen : {PT_TD_READY, PT_TD_SWITCHTO, PT_TD_DEATH}) {
+        HiddenWakeups wakeups;
+        wakeups.track(record_of(td_event(PT_TD_SLEEP), 10), sleeper);
+        wakeups.track(record_of(td_event(seen), 20), sleeper);
+        CHECK_FALSE(wakeups.woken_unseen(record_of(POSIX_TRACE_OVERFLOW, 30, 0, 7)));
+    }
+}
+
+TEST_CASE("hidden wakeups: not across a gap in recording, nor after forget_all")
+{
+    pt_td_data sleeper{};
+    sleeper.tid = 9;
+    HiddenWakeups wakeups;
+    wakeups.track(record_of(td_event(PT_TD_SLEEP), 10), sleeper);
+    wakeups.distrust_until(15); // a stop, a filter change, a loss
+    CHECK_FALSE(wakeups.woken_unseen(record_of(POSIX_TRACE_OVERFLOW, 30, 0, 9)));
+    wakeups.track(record_of(td_event(PT_TD_SLEEP), 40), sleeper);
+    wakeups.forget_all();
+    CHECK_FALSE(wakeups.woken_unseen(record_of(POSIX_TRACE_OVERFLOW, 50, 0, 9)));
+}
