@@ -47,10 +47,10 @@ TEST_CASE("record kinds: each record is classified once, by id and by who made i
     CHECK(classify(record_of(POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)) ==
           RecordKind::Other);
     CHECK(classify(record_of(POSIX_TRACE_OVERFLOW)) == RecordKind::ThreadReport);
-    // What the stream itself made (cpu UINT16_MAX) is no thread's nor user's.
-    CHECK(classify(record_of(POSIX_TRACE_OVERFLOW, 0, UINT16_MAX)) == RecordKind::Other);
-    CHECK(classify(record_of(POSIX_TRACE_USER_EVENT_FIRST, 0, UINT16_MAX)) == RecordKind::Other);
-    CHECK(classify(record_of(td_event(PT_TD_SLEEP), 0, UINT16_MAX)) == RecordKind::Other);
+    // What the stream itself made (cpu PT_CPU_SYSTEM) is no thread's nor user's.
+    CHECK(classify(record_of(POSIX_TRACE_OVERFLOW, 0, PT_CPU_SYSTEM)) == RecordKind::Other);
+    CHECK(classify(record_of(POSIX_TRACE_USER_EVENT_FIRST, 0, PT_CPU_SYSTEM)) == RecordKind::Other);
+    CHECK(classify(record_of(td_event(PT_TD_SLEEP), 0, PT_CPU_SYSTEM)) == RecordKind::Other);
 }
 
 TEST_CASE("cut-offs: cleared before a clear, refused before a restart, kept after both")

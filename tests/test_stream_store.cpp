@@ -121,7 +121,7 @@ TEST_CASE("UNTIL_FULL store: it stops with room kept for the stop and the loss r
 
     // The stream's stop event takes the room kept for it.
     pt_record stop = record_of(POSIX_TRACE_STOP, 6, sizeof(posix_trace_stop_data));
-    stop.cpu = UINT16_MAX;
+    stop.cpu = PT_CPU_SYSTEM;
     size_t stop_bytes = posixtrace::stored_event_size(stop.data_len);
     CHECK(policy->make_room(store, stop, stop_bytes, StreamPhase::Running) == Decision::Store);
     // Once stopped, everything is refused, even what would fit.

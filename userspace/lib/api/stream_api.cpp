@@ -27,6 +27,13 @@ std::shared_ptr<LogReader> log_of(trace_id_t trid)
 {
     return LogTable::instance().find(trid);
 }
+// An active stream or a log opened for analysis, for what both answer.
+std::shared_ptr<ReadableTrace> readable_of(trace_id_t trid)
+{
+    if (auto stream = stream_of(trid))
+        return stream;
+    return log_of(trid);
+}
 
 // `log_fd` >= 0: posix_trace_create_withlog.
 int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
@@ -61,11 +68,10 @@ int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t 
 {
     if (!event || !data_len || !unavailable)
         return EINVAL;
-    if (auto stream = stream_of(trid))
-        return stream->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
-    if (auto log = log_of(trid); log && mode != WaitMode::Try)
-        return log->next_event({event, data, num_bytes, data_len}, unavailable);
-    return EINVAL;
+    auto trace = readable_of(trid);
+    if (!trace)
+        return EINVAL;
+    return trace->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
 }
 
 } // namespace
@@ -106,12 +112,10 @@ POSIXTRACE_EXPORT int posix_trace_get_attr(trace_id_t trid, trace_attr_t *attr)
 {
     if (!attr)
         return EINVAL;
-    if (auto stream = stream_of(trid))
-        store_attributes(attr, stream->attributes());
-    else if (auto log = log_of(trid))
-        store_attributes(attr, log->attributes());
-    else
+    auto trace = readable_of(trid);
+    if (!trace)
         return EINVAL;
+    store_attributes(attr, trace->attributes());
     return 0;
 }
 
@@ -119,12 +123,10 @@ POSIXTRACE_EXPORT int posix_trace_get_status(trace_id_t trid, posix_trace_status
 {
     if (!status)
         return EINVAL;
-    if (auto stream = stream_of(trid))
-        *status = stream->take_status();
-    else if (auto log = log_of(trid))
-        *status = log->status(); // the completed stream's: never reset
-    else
+    auto trace = readable_of(trid);
+    if (!trace)
         return EINVAL;
+    *status = trace->report_status();
     return 0;
 }
 
@@ -274,10 +276,8 @@ POSIXTRACE_EXPORT int posix_trace_eventid_get_name(trace_id_t trid, trace_event_
     if (!name)
         return EINVAL;
     std::optional<std::string> found;
-    if (auto stream = stream_of(trid))
-        found = stream->event_name(id);
-    else if (auto log = log_of(trid))
-        found = log->event_name(id);
+    if (auto trace = readable_of(trid))
+        found = trace->event_name(id);
     if (!found)
         return EINVAL;
     std::memcpy(name, found->c_str(), found->size() + 1);
@@ -295,23 +295,19 @@ POSIXTRACE_EXPORT int posix_trace_eventtypelist_getnext_id(trace_id_t trid,
 {
     if (!id || !unavailable)
         return EINVAL;
-    if (auto stream = stream_of(trid))
-        stream->next_event_type(*id, *unavailable);
-    else if (auto log = log_of(trid))
-        log->next_event_type(*id, *unavailable);
-    else
+    auto trace = readable_of(trid);
+    if (!trace)
         return EINVAL;
+    trace->next_event_type(*id, *unavailable);
     return 0;
 }
 
 POSIXTRACE_EXPORT int posix_trace_eventtypelist_rewind(trace_id_t trid)
 {
-    if (auto stream = stream_of(trid))
-        stream->rewind_event_types();
-    else if (auto log = log_of(trid))
-        log->rewind_event_types();
-    else
+    auto trace = readable_of(trid);
+    if (!trace)
         return EINVAL;
+    trace->rewind_event_types();
     return 0;
 }
 

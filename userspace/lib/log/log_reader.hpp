@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "events/readable_trace.hpp"
 #include "log/log_format.hpp"
-#include "stream/event_destination.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace::log {
@@ -21,25 +21,31 @@ namespace posixtrace::log {
 // are read once; events are read one block at a time, each block checked
 // whole before any of its events is handed out, so memory stays bounded by
 // one block whatever the size of the log.
-class LogReader {
+class LogReader final : public ReadableTrace {
 public:
     LogReader() = default; // use open()
     // 0, or EINVAL when the descriptor is not a readable trace log.
     static int open(int fd, std::unique_ptr<LogReader> &out);
 
-    Attributes attributes() const;
+    Attributes attributes() const override;
     posix_trace_status_info status() const;
+    posix_trace_status_info report_status() override { return status(); }
     pid_t traced_pid() const { return traced_pid_; }
     bool closed_cleanly() const { return trailer_offset_.has_value(); }
 
     // 0 with *unavailable set at the end; EINVAL when the log is damaged
     // there (and at every later call, until rewind()).
     int next_event(const EventDestination &to, int *unavailable);
+    int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
+                   const timespec *) override
+    {
+        return mode == WaitMode::Try ? EINVAL : next_event(to, unavailable);
+    }
     void rewind();
 
-    std::optional<std::string> event_name(trace_event_id_t id) const;
-    void next_event_type(trace_event_id_t &id, int &unavailable);
-    void rewind_event_types();
+    std::optional<std::string> event_name(trace_event_id_t id) const override;
+    void next_event_type(trace_event_id_t &id, int &unavailable) override;
+    void rewind_event_types() override;
 
 private:
     int read_header();

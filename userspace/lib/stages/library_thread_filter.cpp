@@ -7,7 +7,8 @@ namespace posixtrace {
 
 bool LibraryThreadFilter::hides(const pt_record &record, const uint8_t *data, RecordKind kind) const
 {
-    if (record.cpu == UINT16_MAX || pid_t(record.pid) != creator_ || kind == RecordKind::UserEvent)
+    if (record.cpu == PT_CPU_SYSTEM || pid_t(record.pid) != creator_ ||
+        kind == RecordKind::UserEvent)
         return false;
     if (kind != RecordKind::ThreadEvent || record.data_len != sizeof(pt_td_data))
         return threads_.hides(pid_t(record.tid), record.timestamp_ns, nullptr);

@@ -8,7 +8,7 @@ namespace posixtrace {
 
 void ProcessFollower::follow(const pt_record &record, ProbeAttacher *probes)
 {
-    if (record.cpu == UINT16_MAX || !probes)
+    if (record.cpu == PT_CPU_SYSTEM || !probes)
         return; // a system event the stream made, not the kernel
     pid_t pid = pid_t(record.pid);
     switch (record.event_id) {

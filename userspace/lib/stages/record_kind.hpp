@@ -25,7 +25,7 @@ inline RecordKind classify(const pt_record &record)
     if (id == PT_EVENT_PROCESS_FORK || id == PT_EVENT_PROCESS_EXEC || id == PT_EVENT_PROCESS_EXIT ||
         id == PT_EVENT_LINK_MAP_CHANGED || id == PT_EVENT_USER_NAME)
         return RecordKind::Lifecycle;
-    if (record.cpu == UINT16_MAX) // made by the stream, not recorded
+    if (record.cpu == PT_CPU_SYSTEM) // made by the stream, not recorded
         return RecordKind::Other;
     if (id >= POSIX_TRACE_USER_EVENT_FIRST && id < POSIX_TRACE_USDT_EVENT_FIRST)
         return RecordKind::UserEvent;

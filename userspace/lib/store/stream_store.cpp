@@ -120,7 +120,7 @@ public:
     {
         if (phase == StreamPhase::StoppedFull)
             return Decision::Refuse;
-        bool stop_event = record.event_id == POSIX_TRACE_STOP && record.cpu == UINT16_MAX;
+        bool stop_event = record.event_id == POSIX_TRACE_STOP && record.cpu == PT_CPU_SYSTEM;
         size_t room_kept = stop_event ? 0 : kStopEventBytes + kLossEventsBytes;
         return store.fits(bytes + room_kept) ? Decision::Store : Decision::StopThenRefuse;
     }

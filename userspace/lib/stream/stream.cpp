@@ -218,7 +218,7 @@ pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size
     record.pid = uint32_t(target_pid_);
     record.event_id = id;
     record.data_len = uint32_t(size);
-    record.cpu = UINT16_MAX;
+    record.cpu = PT_CPU_SYSTEM;
     return record;
 }
 

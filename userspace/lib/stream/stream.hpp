@@ -18,6 +18,7 @@
 
 #include "attributes/attributes.hpp"
 #include "events/event_names.hpp"
+#include "events/readable_trace.hpp"
 #include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
 #include "log/log_writer.hpp"
@@ -30,7 +31,6 @@
 #include "stages/record_kind.hpp"
 #include "store/loss_ledger.hpp"
 #include "store/stream_store.hpp"
-#include "stream/event_destination.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
@@ -40,12 +40,10 @@
 
 namespace posixtrace {
 
-enum class WaitMode { Block, Try, Until };
-
 // An active trace stream: the kernel program recording into per-CPU rings,
 // a drain thread merging the rings in timestamp order into the EventBuffer
 // (applying the full policy), and the readers' side of getnext.
-class Stream {
+class Stream final : public ReadableTrace {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
     static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
@@ -72,8 +70,8 @@ public:
 
     int set_filter(const trace_event_set_t &set, int how);
     trace_event_set_t filter() const;
-    Attributes attributes() const;
-    posix_trace_status_info take_status();
+    Attributes attributes() const override;
+    posix_trace_status_info report_status() override; // the overrun status is cleared
     posix_trace_counters counters();
     posix_trace_loss_counters loss_counters();
     uint64_t unwritten_events();
@@ -85,7 +83,7 @@ public:
     // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
     // EINTR (a signal handler ran while waiting).
     int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
-                   const timespec *abstime);
+                   const timespec *abstime) override;
 
     // Attaches the USDT probes of the traced process that match `spec`
     // ("PROVIDER:NAME", "PROVIDER:*" or "*"), in every object it maps; each
@@ -105,10 +103,10 @@ public:
     // Reported thread events of `pid` call the reporting functions.
     int set_thread_agent(pid_t pid, bool present); // 0 or an errno (programs not attached)
 
-    std::optional<std::string> event_name(trace_event_id_t id) const;
+    std::optional<std::string> event_name(trace_event_id_t id) const override;
     int open_event_type(const char *name, trace_event_id_t &id);
-    void next_event_type(trace_event_id_t &id, int &unavailable);
-    void rewind_event_types();
+    void next_event_type(trace_event_id_t &id, int &unavailable) override;
+    void rewind_event_types() override;
 
 private:
     bool running() const { return phase_ == StreamPhase::Running; }

@@ -71,7 +71,7 @@ Attributes Stream::attributes() const
     return attributes_;
 }
 
-posix_trace_status_info Stream::take_status()
+posix_trace_status_info Stream::report_status()
 {
     std::lock_guard lock(mutex_);
     posix_trace_status_info status{};
