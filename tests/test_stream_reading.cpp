@@ -17,6 +17,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -298,6 +299,36 @@ TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream]")
     ReadResult r = reader.get();
     CHECK(r.err == EINVAL);
     CHECK(ms_between(before, r.returned_at) < 1000);
+}
+
+// A thread that holds the stream when another shuts it down asks a stream
+// whose store is gone: it gets an answer or EINVAL, never a crash.
+TEST_CASE("shutdown: get_status racing with it answers or says EINVAL", "[stream]")
+{
+    std::atomic<long> answered{0}, refused{0}, other{0};
+    for (int cycle = 0; cycle < 300; ++cycle) {
+        trace_id_t trid;
+        REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
+        REQUIRE(posix_trace_start(trid) == 0);
+        long answered_before = answered.load();
+        std::atomic<bool> asking{true};
+        std::thread asker([&] {
+            posix_trace_status_info status;
+            while (asking.load()) {
+                int err = posix_trace_get_status(trid, &status);
+                (err == 0 ? answered : err == EINVAL ? refused : other)++;
+                if (err)
+                    return;
+            }
+        });
+        while (answered.load() == answered_before) // it holds the stream
+            std::this_thread::yield();
+        REQUIRE(posix_trace_shutdown(trid) == 0);
+        asking = false;
+        asker.join();
+    }
+    CHECK(answered.load() > 0);
+    CHECK(other.load() == 0);
 }
 
 TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid", "[stream]")

@@ -69,8 +69,10 @@ TEST_CASE("LOOP store: the newest events stay, the overwritten ones are counted 
     for (Decision decision : offer(store, *policy, 25))
         REQUIRE(decision == Decision::Store);
     CHECK(store.full());
-    CHECK(store.take_overwritten_count() == 15);
-    CHECK(store.take_overwritten_count() == 0); // taken once
+    StreamStore::Overwritten overwritten = store.take_overwritten();
+    CHECK(overwritten.records == 15);
+    CHECK(overwritten.events == 15);
+    CHECK(store.take_overwritten().records == 0); // taken once
     REQUIRE(store.report_due());
     std::optional<LossReport> report = store.take_overwritten_report();
     REQUIRE(report);
@@ -93,7 +95,9 @@ TEST_CASE("LOOP store: an overwritten loss report hands its counts on")
     pt_record overflow = record_of(POSIX_TRACE_OVERFLOW, 1, sizeof earlier);
     store.push(overflow, &earlier);
     offer(store, *policy, 3, StreamPhase::Running, 2); // overwrites the report, not an event
-    CHECK(store.take_overwritten_count() == 0);
+    StreamStore::Overwritten overwritten = store.take_overwritten();
+    CHECK(overwritten.records == 1); // the overrun status is set all the same
+    CHECK(overwritten.events == 0);
     std::optional<LossReport> report = store.take_overwritten_report();
     REQUIRE(report);
     CHECK(report->in_kernel == 3);
@@ -169,7 +173,7 @@ TEST_CASE("FLUSH store: an event that does not fit asks for a flush first")
     std::vector<Decision> decisions = offer(store, *policy, 4);
     CHECK(decisions == std::vector<Decision>{Decision::Store, Decision::Store, Decision::Store,
                                              Decision::FlushThenStore});
-    CHECK(store.take_overwritten_count() == 0);
+    CHECK(store.take_overwritten().records == 0);
     store.set_full(true);
     policy->after_flush(store);
     CHECK_FALSE(store.full());
@@ -185,6 +189,6 @@ TEST_CASE("clear: the store forgets its events and every loss it held")
     CHECK(store.empty());
     CHECK_FALSE(store.full());
     CHECK_FALSE(store.report_due());
-    CHECK(store.take_overwritten_count() == 0);
+    CHECK(store.take_overwritten().records == 0);
     CHECK_FALSE(store.take_refused().any());
 }

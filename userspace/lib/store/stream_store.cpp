@@ -15,7 +15,7 @@ void StreamStore::clear()
     buffer_.clear();
     full_ = false;
     head_loss_ = {};
-    overwritten_ = 0;
+    overwritten_ = {};
     resume_due_ = false;
     refused_ = {};
 }
@@ -31,20 +31,21 @@ void StreamStore::overwrite_oldest_for(size_t bytes)
             head_loss_.in_stream += carried.lost_in_stream;
         } else if (oldest.event_id != POSIX_TRACE_RESUME) {
             ++head_loss_.in_stream;
-            ++overwritten_;
+            ++overwritten_.events;
         }
         head_loss_.timestamp_ns = oldest.timestamp_ns;
         last_dropped_ns_ = oldest.timestamp_ns;
         resume_due_ = true;
         full_ = true;
+        ++overwritten_.records;
         buffer_.pop();
     }
 }
 
-uint64_t StreamStore::take_overwritten_count()
+StreamStore::Overwritten StreamStore::take_overwritten()
 {
-    uint64_t overwritten = overwritten_;
-    overwritten_ = 0;
+    Overwritten overwritten = overwritten_;
+    overwritten_ = {};
     return overwritten;
 }
 

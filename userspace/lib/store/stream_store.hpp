@@ -56,8 +56,13 @@ public:
     // LOOP: the oldest events go until `bytes` fit (or none is left). A
     // dropped loss report hands its counts on to the next.
     void overwrite_oldest_for(size_t bytes);
-    // The events overwritten since the last call, for the stream's counts.
-    uint64_t take_overwritten_count();
+    // What was overwritten since the last call: records of any kind (each
+    // sets the overrun status), and the events among them (each a loss).
+    struct Overwritten {
+        uint64_t records = 0;
+        uint64_t events = 0;
+    };
+    Overwritten take_overwritten();
     bool report_due() const { return head_loss_.any() || resume_due_; }
     // The overflow report due before the oldest event left, if any.
     std::optional<LossReport> take_overwritten_report();
@@ -80,7 +85,7 @@ private:
     EventBuffer buffer_;
     bool full_ = false;
     LossReport head_loss_;         // LOOP overwrote the oldest events
-    uint64_t overwritten_ = 0;     // not taken into the stream's counts yet
+    Overwritten overwritten_;      // not taken into the stream's counts yet
     bool resume_due_ = false;      // a resume event follows head_loss_
     uint64_t last_dropped_ns_ = 0; // realtime; LOOP's latest overwritten event
     LossReport refused_;           // UNTIL_FULL refused them while full

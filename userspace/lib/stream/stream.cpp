@@ -100,7 +100,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!merger_.ready())
         return ENOMEM;
     sources_.push_back(std::move(kernel_source));
-    kernel_side_reusable_ = lanes != nullptr;
+    bool lanes_attached = lanes != nullptr;
     if (lanes)
         sources_.push_back(std::move(lanes));
 
@@ -128,6 +128,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     last_pass_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
+    kernel_side_reusable_ = lanes_attached; // a stream that failed half-way parks nothing
     return 0;
 }
 

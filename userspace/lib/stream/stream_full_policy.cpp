@@ -28,8 +28,11 @@ void Stream::store_locked(const pt_record &record, const void *data)
         refuse_locked(record, data);
         return;
     }
-    if (uint64_t overwritten = store_->take_overwritten_count())
-        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten);
+    StreamStore::Overwritten overwritten = store_->take_overwritten();
+    if (overwritten.records)
+        ledger_.set_overrun();
+    if (overwritten.events)
+        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten.events);
     if (!store_->fits(bytes)) { // larger than the whole stream
         ledger_.count_stream_loss(StreamLoss::Refused, 1);
         return;

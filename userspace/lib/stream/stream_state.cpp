@@ -76,7 +76,9 @@ posix_trace_status_info Stream::report_status()
     std::lock_guard lock(mutex_);
     posix_trace_status_info status{};
     status.posix_stream_status = running() ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
-    status.posix_stream_full_status = store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    // A caller holding the stream may ask after a shutdown freed the store.
+    bool full = store_ && store_->full();
+    status.posix_stream_full_status = full ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     status.posix_stream_overrun_status =
         ledger_.take_overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
