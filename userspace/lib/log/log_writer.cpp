@@ -288,11 +288,11 @@ void LogWriter::add_event_record(const pt_record &record, const void *data)
 {
     size_t length = std::min<size_t>(record.data_len, kMaxEventData);
     size_t at = current_.size();
-    size_t used = kEventRecordHeader + length;
-    current_.resize(at + padded8(used)); // every byte is written below
+    size_t used = kEventRecordHeader + length, bytes = padded8(used);
+    current_.resize(at + bytes); // every byte is written below
     uint8_t *out = current_.data() + at;
-    std::memset(out + used, 0, padded8(used) - used);
-    store<uint32_t>(out, uint32_t(padded8(kEventRecordHeader + length)));
+    std::memset(out + used, 0, bytes - used);
+    store<uint32_t>(out, uint32_t(bytes));
     store<uint16_t>(out + 4, kRecordEvent);
     store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
     store<uint32_t>(out + 8, record.event_id);

@@ -26,15 +26,16 @@ bool LibraryThreadFilter::hides(const pt_record &record, const uint8_t *data, Re
     return false;
 }
 
-bool LibraryThreadFilter::corrects_concurrency(const pt_record &record) const
+std::optional<pt_td_data> LibraryThreadFilter::corrected_concurrency(const pt_record &record,
+                                                                     const uint8_t *data) const
 {
-    return record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CONCURRENCY - 1 &&
-           pid_t(record.pid) == creator_ && record.data_len == sizeof(pt_td_data);
-}
-
-void LibraryThreadFilter::correct_concurrency(const pt_record &record, pt_td_data &counted) const
-{
+    if (record.event_id != POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CONCURRENCY - 1 ||
+        pid_t(record.pid) != creator_ || record.data_len != sizeof(pt_td_data))
+        return std::nullopt;
+    pt_td_data counted;
+    std::memcpy(&counted, data, sizeof counted);
     counted.value -= std::min<uint64_t>(counted.value, threads_.alive_at(record.timestamp_ns));
+    return counted;
 }
 
 } // namespace posixtrace

@@ -2,6 +2,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "posixtrace.h"
 #include "stages/record_kind.hpp"
@@ -20,9 +21,10 @@ public:
     // Once a merge pass, before its records are looked at.
     void refresh() { LibraryThreads::refresh(threads_); }
     bool hides(const pt_record &record, const uint8_t *data, RecordKind kind) const;
-    // td_concurrency of the creator's threads, less the library's alive then.
-    bool corrects_concurrency(const pt_record &record) const;
-    void correct_concurrency(const pt_record &record, pt_td_data &counted) const;
+    // A td_concurrency event of the creator's: its data, counting the
+    // process's threads less the library's alive then. Else nothing.
+    std::optional<pt_td_data> corrected_concurrency(const pt_record &record,
+                                                    const uint8_t *data) const;
 
 private:
     pid_t creator_; // the process whose library threads are hidden

@@ -145,10 +145,10 @@ std::unique_ptr<FullPolicy> FullPolicy::make(int stream_full_policy)
     switch (stream_full_policy) {
     case POSIX_TRACE_LOOP:
         return std::make_unique<LoopPolicy>();
-    case POSIX_TRACE_UNTIL_FULL:
-        return std::make_unique<UntilFullPolicy>();
-    default:
+    case POSIX_TRACE_FLUSH:
         return std::make_unique<FlushPolicy>();
+    default: // POSIX_TRACE_UNTIL_FULL: the attributes admit no other
+        return std::make_unique<UntilFullPolicy>();
     }
 }
 

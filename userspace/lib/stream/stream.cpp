@@ -275,11 +275,6 @@ SourceLosses Stream::transport_losses_locked() const
     return losses;
 }
 
-uint64_t Stream::refused_while_full_locked() const
-{
-    return transport_losses_locked().refused_while_full;
-}
-
 void Stream::distrust_sleeps_locked()
 {
     hidden_wakeups_.distrust_until(monotonic_now());

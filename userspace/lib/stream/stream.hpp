@@ -128,16 +128,15 @@ private:
     std::optional<timespec> drain_timeout_locked() const;
     void drain_pass_locked();
     void rescan_after_lifecycle_loss_locked(uint64_t now_ns);
-    void report_kernel_losses_locked();
+    void report_kernel_losses_locked(const SourceLosses &counted);
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
-    void account_refusals_locked(uint64_t now_ns);
+    void account_refusals_locked(uint64_t now_ns, uint64_t refused);
     uint64_t report_time_locked(uint64_t looked_ns) const;
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     void set_kernel_state_locked(pt_stream_state state);
     void set_kernel_filter_locked(const trace_event_set_t &filtered);
     SourceLosses transport_losses_locked() const;
-    uint64_t refused_while_full_locked() const;
     bool takes_lanes(pid_t target, const Attributes &attributes) const;
     bool take_parked_kernel_side(pid_t target, const std::string &binary,
                                  const KernelProgram::Config &config,

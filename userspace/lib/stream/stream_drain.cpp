@@ -67,8 +67,9 @@ void Stream::drain_pass_locked()
     }
     library_threads_.refresh();
     rescan_after_lifecycle_loss_locked(now);
-    report_kernel_losses_locked();
-    account_refusals_locked(now);
+    SourceLosses counted = transport_losses_locked(); // once a pass, for both
+    report_kernel_losses_locked(counted);
+    account_refusals_locked(now, counted.refused_while_full);
     RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
         [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
@@ -132,7 +133,7 @@ void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
 // happened after that look, and its report is stamped there (less the
 // clock margin, never before what was delivered). It therefore comes before
 // every event stamped after the loss, whatever CPU recorded it.
-void Stream::report_kernel_losses_locked()
+void Stream::report_kernel_losses_locked(const SourceLosses &counted)
 {
     uint64_t skipped = 0, looked_ns = last_pass_ns_;
     // Every few passes, and once for each flush (a stop is one): what was
@@ -144,7 +145,7 @@ void Stream::report_kernel_losses_locked()
             looked_ns = std::min(looked_ns, misses_read_ns_);
         misses_read_ns_ = last_pass_ns_;
     }
-    SourceLosses fresh = ledger_.fresh_transport(transport_losses_locked());
+    SourceLosses fresh = ledger_.fresh_transport(counted);
     uint64_t lost = fresh.ring_full + fresh.unreported_switches + skipped;
     if (!lost)
         return;
@@ -183,10 +184,10 @@ uint64_t Stream::report_time_locked(uint64_t looked_ns) const
 // a restart is not missed. While the stream is full, refusals join the report
 // its restart makes; otherwise they are reported like the kernel's losses, at
 // the time of the previous reading (they happened after it).
-void Stream::account_refusals_locked(uint64_t now_ns)
+void Stream::account_refusals_locked(uint64_t now_ns, uint64_t refused)
 {
     uint64_t since = 0;
-    uint64_t fresh = ledger_.fresh_refusals(refused_while_full_locked(), now_ns, since);
+    uint64_t fresh = ledger_.fresh_refusals(refused, now_ns, since);
     if (!fresh)
         return;
     ledger_.count_stream_loss(StreamLoss::Refused, fresh);
@@ -259,11 +260,8 @@ void Stream::deliver_user_event_locked(const pt_record &record, const uint8_t *d
 
 void Stream::deliver_thread_event_locked(const pt_record &record, const uint8_t *data)
 {
-    if (library_threads_.corrects_concurrency(record)) {
-        pt_td_data counted; // the process's threads, less the library's own
-        std::memcpy(&counted, data, sizeof counted);
-        library_threads_.correct_concurrency(record, counted);
-        store_locked(record, &counted);
+    if (std::optional<pt_td_data> counted = library_threads_.corrected_concurrency(record, data)) {
+        store_locked(record, &*counted);
         return;
     }
     // Sleeps and wakeups are tracked only where both are recorded for
