@@ -94,13 +94,23 @@ void EventBuffer::pop()
     advance(head_, head_at_, frame.bytes);
     used_ -= frame.bytes;
     skip_filler();
+    if (empty())
+        rewind();
 }
 
 void EventBuffer::clear()
 {
     head_ = tail_;
-    head_at_ = tail_at_;
     used_ = 0;
+    rewind();
+}
+
+// An empty buffer starts again at the beginning of its memory: a reader that
+// keeps up then reuses the same few pages, warm in the cache, instead of
+// walking (and making the kernel zero) every page of a large stream.
+void EventBuffer::rewind()
+{
+    head_at_ = tail_at_ = 0;
 }
 
 } // namespace posixtrace

@@ -14,8 +14,8 @@ namespace posixtrace {
 // split: one that would run past the end starts again at the beginning,
 // behind a filler that the size asked for does not count (the memory has
 // room for the largest filler besides). Its pages are taken as they are
-// first written, in huge pages where the system has them, and a child of
-// fork sees them zeroed, not shared, nor copied on the parent's writes.
+// first written (an empty buffer starts again at its first page), in huge pages where the system
+// has them, and a child of fork sees them zeroed, not shared, nor copied on the parent's writes.
 class EventBuffer {
 public:
     explicit EventBuffer(size_t capacity);
@@ -34,6 +34,7 @@ public:
 private:
     size_t room_before_end() const;
     void skip_filler();
+    void rewind();
     void advance(uint64_t &position, size_t &at, size_t bytes) const;
 
     size_t capacity_;
