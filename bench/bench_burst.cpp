@@ -4,6 +4,11 @@
 //                        (room for every one of them); read after the stop
 //   log THREADS N FILE   the same into a 64 MiB FLUSH stream with a log at
 //                        FILE; the log is read back after the shutdown
+//   read THREADS N       the same as memory, but the main thread reads with
+//                        posix_trace_getnext_event while the threads emit;
+//                        then, a second time, reads a stopped stream holding
+//                        the whole burst. Prints the events a second the
+//                        reader received in each case
 //   life CYCLES          CYCLES times: create a stream of this process,
 //                        start it, emit one event, shut it down; the times
 //                        of each step after the first cycle, and how many
@@ -142,6 +147,64 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     return 0;
 }
 
+double seconds_since(Clock::time_point begin)
+{
+    return std::chrono::duration<double>(Clock::now() - begin).count();
+}
+
+// Reads `total` events of `id` as they come, blocking in getnext; the events
+// a second, from the start of the burst to the last one read.
+double read_while_emitting(trace_id_t trid, trace_event_id_t id, long total, int threads,
+                           Kept &kept, double &ns)
+{
+    auto begin = Clock::now();
+    std::thread burst([&] { ns = emit_burst(id, total, threads); });
+    unsigned char data[256];
+    while (kept.events + kept.lost < uint64_t(total)) {
+        posix_trace_event_info info;
+        size_t length = 0;
+        int unavailable = 0;
+        if (posix_trace_getnext_event(trid, &info, data, sizeof data, &length, &unavailable))
+            break;
+        if (info.posix_event_id == id) {
+            ++kept.events;
+        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data overflow;
+            std::memcpy(&overflow, data, sizeof overflow);
+            kept.lost += overflow.lost;
+        }
+    }
+    double seconds = seconds_since(begin);
+    burst.join();
+    return double(kept.events) / seconds;
+}
+
+int read_during_burst(trace_event_id_t id, int threads, long total)
+{
+    trace_attr_t attr = attributes(512u << 20, POSIX_TRACE_UNTIL_FULL);
+    trace_id_t trid;
+    if (int err = posix_trace_create(0, &attr, &trid)) {
+        std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
+        return 1;
+    }
+    filter_out_thread_events(trid);
+    posix_trace_start(trid);
+    Kept kept;
+    double ns = 0;
+    double concurrent = read_while_emitting(trid, id, total, threads, kept, ns);
+    emit_burst(id, total, threads); // again, read only once the stream stopped
+    posix_trace_stop(trid);
+    auto begin = Clock::now();
+    Kept stopped = read_all(trid, id, false);
+    double stopped_rate = double(stopped.events) / seconds_since(begin);
+    posix_trace_shutdown(trid);
+    std::printf("ns_per_event=%.1f kept=%lu lost=%lu read_per_s=%.0f stopped_kept=%lu "
+                "stopped_read_per_s=%.0f\n",
+                ns, (unsigned long)kept.events, (unsigned long)kept.lost, concurrent,
+                (unsigned long)stopped.events, stopped_rate);
+    return 0;
+}
+
 double ms_since(Clock::time_point begin)
 {
     return std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
@@ -201,9 +264,12 @@ int main(int argc, char **argv)
         return burst_in_memory(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "log" && argc == 5)
         return burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
+    if (mode == "read" && argc == 4)
+        return read_during_burst(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "life" && argc == 3 && std::atoi(argv[2]) > 0)
         return stream_lives(id, std::atoi(argv[2]));
-    std::fprintf(stderr, "usage: %s memory THREADS N | log THREADS N FILE | life CYCLES\n",
+    std::fprintf(stderr,
+                 "usage: %s memory THREADS N | log THREADS N FILE | read THREADS N | life CYCLES\n",
                  argv[0]);
     return 2;
 }

@@ -58,6 +58,35 @@ for threads in 1 2; do
 done
 
 echo
+echo "Reading: one thread emits the burst into a 512 MiB UNTIL_FULL stream while the"
+echo "main thread reads it with posix_trace_getnext_event; then the same burst is read"
+echo "from the stopped stream (million events a second: median, least – most of $runs runs)"
+echo
+printf "| %-40s | %8s | %-17s | %-17s |\n" "case" "median" "range" "kept"
+printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..42})" "----------" "-------------------" "-------------------"
+reads=() stopped=() kept=() stopped_kept=()
+for _ in $(seq "$runs"); do
+    line=$("$bin" read 1 "$events" 2>&1 | tail -n 1)
+    reads+=("$(echo "$line" | field read_per_s)")
+    stopped+=("$(echo "$line" | field stopped_read_per_s)")
+    kept+=("$(echo "$line" | field kept)")
+    stopped_kept+=("$(echo "$line" | field stopped_kept)")
+done
+least() { printf '%s\n' "$@" | sort -n | head -1; }
+read_row() { # label, least kept, values...
+    local label=$1 kept_least=$2; shift 2
+    local sorted
+    sorted=$(printf '%s\n' "$@" | sort -g)
+    printf "| %-40s | %8.1f | %7.1f – %7.1f | %s of %s |\n" "$label" \
+        "$(echo "$sorted" | median | awk '{print $1 / 1e6}')" \
+        "$(echo "$sorted" | head -1 | awk '{print $1 / 1e6}')" \
+        "$(echo "$sorted" | tail -1 | awk '{print $1 / 1e6}')" \
+        "$kept_least" "$events"
+}
+read_row "getnext while the burst is emitted" "$(least "${kept[@]}")" "${reads[@]}"
+read_row "getnext from the stopped stream" "$(least "${stopped_kept[@]}")" "${stopped[@]}"
+
+echo
 echo "A stream's life, 20 cycles of create / start / one event / stop / read /"
 echo "shutdown after the process's first (milliseconds: median, largest; the stop"
 echo "and the read are not timed). A stream of the process whose user events take"

@@ -20,9 +20,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -73,10 +75,11 @@ pid_t dead_pid()
     return child;
 }
 
-// Stream slots (TRACE_SYS_MAX system-wide) currently held by other
-// processes: the slot lock files that /proc/locks shows locked by a pid not
-// ours. Lets the EAGAIN test stay exact while other test runs hold streams.
-int slots_held_by_others()
+// Stream slots (TRACE_SYS_MAX system-wide) currently held by this process,
+// or by the others: the slot lock files that /proc/locks shows locked by
+// our pid, or by another. Lets the EAGAIN test stay exact while other test
+// runs hold streams.
+int slots_held(bool by_this_process)
 {
     std::set<std::pair<dev_t, ino_t>> slots;
     for (const char *dir : {"/run/posixtrace", "/tmp"})
@@ -100,7 +103,7 @@ int slots_held_by_others()
         unsigned long long inode = 0;
         if (std::sscanf(where.c_str(), "%x:%x:%llu", &major_no, &minor_no, &inode) != 3)
             continue;
-        if (std::stol(pid) == long(getpid()))
+        if ((std::stol(pid) == long(getpid())) != by_this_process)
             continue;
         if (slots.count({makedev(major_no, minor_no), ino_t(inode)}))
             ++held;
@@ -185,7 +188,7 @@ TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after sh
     REQUIRE(posix_trace_attr_init(&attr) == 0);
     REQUIRE(posix_trace_attr_setstreamsize(&attr, 4096) == 0);
 
-    int others_before = slots_held_by_others();
+    int others_before = slots_held(false);
     std::vector<StreamGuard> streams;
     int err = 0;
     for (int i = 0; i <= TRACE_SYS_MAX; ++i) {
@@ -195,7 +198,7 @@ TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after sh
             break;
         streams.emplace_back(trid);
     }
-    int others_after = slots_held_by_others();
+    int others_after = slots_held(false);
     INFO("slots held by other processes: " << others_before << " before, " << others_after
                                            << " after");
     CHECK(err == EAGAIN);
@@ -228,6 +231,30 @@ size_t mapped_bytes()
 }
 
 } // namespace
+
+// A thread that read the stream keeps it (its object) after another thread
+// shut it down; the slot must be free all the same.
+TEST_CASE("shutdown: the slot is free at once, while another thread still holds the stream",
+          "[stream]")
+{
+    trace_id_t trid = -1;
+    REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
+    StreamGuard stream(trid);
+    REQUIRE(posix_trace_start(trid) == 0);
+    std::promise<void> read_once, may_end;
+    std::thread reader([&, trid] {
+        CHECK(get_next(trid, GetNext::Try).err == 0);
+        read_once.set_value();
+        may_end.get_future().wait();
+        CHECK(get_next(trid, GetNext::Try).err == EINVAL);
+    });
+    read_once.get_future().wait();
+    int held = slots_held(true);
+    CHECK(stream.shutdown() == 0);
+    CHECK(slots_held(true) == held - 1);
+    may_end.set_value();
+    reader.join();
+}
 
 TEST_CASE("create and create_withlog: ENOMEM when the stream's memory cannot be had", "[stream]")
 {

@@ -22,6 +22,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "log_support.hpp"
 #include "test_support.hpp"
 
 using namespace test_support;
@@ -334,6 +335,89 @@ TEST_CASE("shutdown: get_status from another thread answers or says EINVAL", "[s
     CHECK(other.load() == 0);
 }
 
+// A thread that keeps reading one stream finds it again without the
+// table's lock; a shutdown, in any thread, must still end its reads.
+TEST_CASE("shutdown by another thread: the thread that kept reading the stream gets EINVAL",
+          "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+    REQUIRE(posix_trace_start(trid) == 0);
+    for (int i = 0; i < 3; ++i) // the start event, then nothing
+        REQUIRE(get_next(trid, GetNext::Try).err == 0);
+    std::thread([&stream] { CHECK(stream.shutdown() == 0); }).join();
+    CHECK(get_next(trid, GetNext::Try).err == EINVAL);
+    CHECK(get_next(trid, GetNext::Block).err == EINVAL);
+    auto created_since = make_stream(); // a newer stream does not revive the id
+    CHECK(get_next(trid, GetNext::Try).err == EINVAL);
+    CHECK(get_next(created_since.get(), GetNext::Try).err == 0);
+}
+
+TEST_CASE("one thread reading two streams and a log in turn gets each one's own events", "[stream]")
+{
+    TempFile file;
+    std::vector<Event> logged = write_user_event_log(file, 5, nullptr);
+    REQUIRE(logged.size() == 7); // the start, five events, the stop
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+
+    trace_event_id_t first_id = user_event("reading.first"),
+                     second_id = user_event("reading.second");
+    auto first = make_stream(), second = make_stream();
+    for (auto [trid, hidden] : {std::pair{first.get(), second_id}, {second.get(), first_id}}) {
+        trace_event_set_t set;
+        posix_trace_eventset_empty(&set);
+        for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
+             id < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT; ++id)
+            posix_trace_eventset_add(id, &set);
+        posix_trace_eventset_add(hidden, &set); // the other stream's event
+        REQUIRE(posix_trace_set_filter(trid, &set, POSIX_TRACE_SET_EVENTSET) == 0);
+        REQUIRE(posix_trace_start(trid) == 0);
+    }
+    for (int i = 0; i < 5; ++i) {
+        posix_trace_event(first_id, &i, sizeof i);
+        posix_trace_event(second_id, &i, sizeof i);
+    }
+    REQUIRE(posix_trace_stop(first.get()) == 0);
+    REQUIRE(posix_trace_stop(second.get()) == 0);
+
+    std::vector<trace_event_id_t> from_first, from_second;
+    std::vector<Event> from_log;
+    for (;;) {
+        ReadResult a = get_next(first.get(), GetNext::Try),
+                   b = get_next(second.get(), GetNext::Try);
+        Event c;
+        unsigned char data[kReadBufferBytes];
+        size_t length = 0;
+        int log_ended = 0;
+        REQUIRE((a.err | b.err) == 0);
+        REQUIRE(posix_trace_getnext_event(log.get(), &c.info, data, sizeof data, &length,
+                                          &log_ended) == 0);
+        if (!a.unavailable && !is_thread_event(a.info.posix_event_id))
+            from_first.push_back(a.info.posix_event_id);
+        if (!b.unavailable && !is_thread_event(b.info.posix_event_id))
+            from_second.push_back(b.info.posix_event_id);
+        if (!log_ended) {
+            c.data.assign(data, data + length);
+            from_log.push_back(std::move(c));
+        }
+        if (a.unavailable && b.unavailable && log_ended)
+            break;
+    }
+    auto expected = [](trace_event_id_t id) {
+        std::vector<trace_event_id_t> ids{POSIX_TRACE_START};
+        ids.insert(ids.end(), 5, id);
+        ids.push_back(POSIX_TRACE_STOP);
+        return ids;
+    };
+    CHECK(from_first == expected(first_id));
+    CHECK(from_second == expected(second_id));
+    REQUIRE(from_log.size() == logged.size());
+    for (size_t i = 0; i < logged.size(); ++i)
+        CHECK(same_event(from_log[i], logged[i]));
+}
+
 TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid", "[stream]")
 {
     auto stream = make_stream();
@@ -383,6 +467,23 @@ TEST_CASE("a forked child gets EINVAL for its parent's trid", "[stream]")
     REQUIRE(ids.size() >= 2);
     CHECK(ids.front() == POSIX_TRACE_START);
     CHECK(ids.back() == POSIX_TRACE_STOP);
+}
+
+// The forking thread had just found the stream for reading; its child,
+// which inherits that thread's memory, must not read the parent's stream.
+TEST_CASE("a forked child gets EINVAL for the trid its forking thread was reading", "[stream]")
+{
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    filter_thread_events(trid);
+    REQUIRE(posix_trace_start(trid) == 0);
+    REQUIRE(get_next(trid, GetNext::Try).err == 0);
+    CHECK(in_child([trid] { return get_next(trid, GetNext::Try).err; }) == EINVAL);
+    CHECK(in_child([trid] {
+              alarm(5); // never hang the parent
+              return get_next(trid, GetNext::Block).err;
+          }) == EINVAL);
+    CHECK(get_next(trid, GetNext::Try).err == 0);
 }
 
 // ---- event types -------------------------------------------------------------------

@@ -35,6 +35,33 @@ std::shared_ptr<ReadableTrace> readable_of(trace_id_t trid)
     return log_of(trid);
 }
 
+// The stream this thread last looked up to read from, with the table's
+// version then: while the version stays, a getnext an event finds it again
+// without the table's lock or a reference count, whose atomic operations
+// cost as much as the rest of the call. A shutdown frees the stream's
+// slot, rings, store and log at once; if another thread shut it down,
+// what is left (the object and two eventfds) goes at this thread's next
+// read or exit. The shutting thread lets its own reference go at once.
+struct StreamLastRead {
+    trace_id_t id = 0;
+    uint64_t table_version = 0;
+    std::shared_ptr<Stream> stream; // nullptr: the id named no stream of this process
+};
+// Initial-exec: no call to find the thread's copy on every read.
+thread_local StreamLastRead last_read __attribute__((tls_model("initial-exec")));
+
+Stream *stream_to_read(trace_id_t trid)
+{
+    StreamTable &table = StreamTable::instance();
+    // Read before find(): a change in between makes the next call look again.
+    uint64_t version = table.version();
+    if (last_read.id != trid || last_read.table_version != version)
+        last_read = {trid, version, table.find(trid)};
+    Stream *stream = last_read.stream.get();
+    // A forked child inherits the thread's memory and the table alike.
+    return stream && stream->owned_by_this_process() ? stream : nullptr;
+}
+
 // `log_fd` >= 0: posix_trace_create_withlog.
 int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
 {
@@ -68,10 +95,13 @@ int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t 
 {
     if (!event || !data_len || !unavailable)
         return EINVAL;
-    auto trace = readable_of(trid);
-    if (!trace)
+    EventDestination to{event, data, num_bytes, data_len};
+    if (Stream *stream = stream_to_read(trid))
+        return stream->next_event(to, unavailable, mode, abstime);
+    auto log = log_of(trid);
+    if (!log)
         return EINVAL;
-    return trace->next_event({event, data, num_bytes, data_len}, unavailable, mode, abstime);
+    return log->next_event(to, unavailable, mode, abstime);
 }
 
 } // namespace
@@ -99,6 +129,8 @@ POSIXTRACE_EXPORT int posix_trace_shutdown(trace_id_t trid)
     auto stream = StreamTable::instance().remove(trid);
     if (!stream)
         return EINVAL;
+    if (last_read.stream == stream)
+        last_read = {};
     return stream->shutdown();
 }
 

@@ -422,6 +422,7 @@ int Stream::shutdown()
     epoll_.reset();
     int err = log_ && final_state ? log_->close(*final_state) : 0;
     log_.reset();
+    slot_.release(); // another thread may still hold the object a while
     return err;
 }
 

@@ -37,12 +37,14 @@ trace_id_t StreamTable::add(std::shared_ptr<Stream> stream, bool with_log)
     streams_.emplace(id, std::move(stream));
     if (with_log)
         with_log_.insert(id);
-    count_logs_locked();
+    changed_locked();
     return id;
 }
 
-void StreamTable::count_logs_locked()
+// After every change of the table: a new version, the logs counted again.
+void StreamTable::changed_locked()
 {
+    version_.fetch_add(1, std::memory_order_release);
     size_t owned_logs = 0;
     for (trace_id_t id : with_log_)
         owned_logs += streams_.at(id)->owned_by_this_process();
@@ -73,7 +75,7 @@ std::shared_ptr<Stream> StreamTable::remove(trace_id_t id)
     auto stream = std::move(found->second);
     streams_.erase(found);
     with_log_.erase(id);
-    count_logs_locked();
+    changed_locked();
     return stream;
 }
 
@@ -95,7 +97,7 @@ std::vector<std::shared_ptr<Stream>> StreamTable::owned(bool remove)
         }
     }
     if (remove)
-        count_logs_locked();
+        changed_locked();
     return found;
 }
 

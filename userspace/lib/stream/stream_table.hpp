@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,6 +27,9 @@ public:
     // The stream, or nullptr for an unknown id or one from the parent of a fork.
     std::shared_ptr<Stream> find(trace_id_t id) const;
     std::shared_ptr<Stream> remove(trace_id_t id);
+    // Changes whenever a stream is added or removed: what find() answered
+    // stays true while it does not change (in the process that asked).
+    uint64_t version() const { return version_.load(std::memory_order_acquire); }
     void shutdown_all();
     void flush_logs_before_exec();
     // Whether this process owns a stream with a log, which flush_logs_before_exec()
@@ -34,11 +38,12 @@ public:
 
 private:
     std::vector<std::shared_ptr<Stream>> owned(bool remove);
-    void count_logs_locked();
+    void changed_locked();
 
     mutable TrackedMutex mutex_;
     std::map<trace_id_t, std::shared_ptr<Stream>> streams_;
     std::set<trace_id_t> with_log_; // streams_ that write a log
+    std::atomic<uint64_t> version_{0};
 };
 
 } // namespace posixtrace

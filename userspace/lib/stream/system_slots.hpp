@@ -10,6 +10,7 @@ class SystemSlot {
 public:
     // 0, or EAGAIN when every slot is taken.
     static int acquire(SystemSlot &slot);
+    void release() { lock_.reset(); }
 
 private:
     UniqueFd lock_;
