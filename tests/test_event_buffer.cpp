@@ -104,6 +104,55 @@ TEST_CASE("EventBuffer: emptied at any place, it holds its whole capacity again"
     }
 }
 
+// The stream's size is the one limit: whatever the records' sizes and
+// wherever their chunks end, a record is refused only when it would take
+// the records past the size.
+TEST_CASE("EventBuffer: refuses a record exactly when the size would be passed")
+{
+    for (size_t capacity : {size_t(16 * 1024), size_t(300 * 1000), size_t(3u << 20)}) {
+        EventBuffer buffer(capacity);
+        REQUIRE(buffer.valid());
+        uint64_t pushed = 0, popped = 0, refusals = 0;
+        std::vector<uint8_t> bytes = payload_of(0, PT_DATA_SIZE_LIMIT);
+        for (uint64_t attempt = 0; attempt < 200000; ++attempt) {
+            uint32_t data_len = uint32_t((attempt * 2654435761u) % (PT_DATA_SIZE_LIMIT + 1));
+            size_t need = posixtrace::stored_event_size(data_len);
+            bool room = buffer.used() + need <= capacity;
+            REQUIRE(buffer.fits(need) == room);
+            if (room) {
+                buffer.push(numbered(pushed++, data_len), bytes.data());
+            } else {
+                ++refusals; // then read some, as a reader or LOOP would
+                for (uint64_t n = (attempt % 7) + 1; n-- && !buffer.empty(); ++popped)
+                    buffer.pop();
+            }
+        }
+        CHECK(refusals > 100);
+        CHECK(pushed > popped);
+    }
+}
+
+// A reader behind by a backlog of 5 MB: the chunks it reads are the next
+// ones written, so the memory taken is about the backlog's, not the 192 MB
+// that pass through.
+TEST_CASE("EventBuffer: a reader behind by a backlog works in the same memory")
+{
+    EventBuffer buffer(512u << 20);
+    REQUIRE(buffer.valid());
+    std::vector<uint8_t> bytes = payload_of(0, 64);
+    long before = resident_bytes();
+    for (uint64_t n = 0; n < 50'000; ++n)
+        buffer.push(numbered(n, 64), bytes.data());
+    for (uint64_t n = 50'000; n < 2'000'000; ++n) {
+        buffer.push(numbered(n, 64), bytes.data());
+        REQUIRE(buffer.front().timestamp_ns == n - 50'000);
+        buffer.pop();
+    }
+    long grown = resident_bytes() - before;
+    INFO("resident memory grew by " << grown / 1024 << " KiB");
+    CHECK(grown < 24l << 20);
+}
+
 // 1,000,000 records of 64 bytes pass through a 512 MiB buffer, read as they
 // come: 96 MB of records, which would take as much memory if every record
 // went to fresh pages.

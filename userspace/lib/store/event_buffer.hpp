@@ -1,28 +1,34 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <vector>
 
 #include "posixtrace.h"
 #include "util/fork_wiped_memory.hpp"
 
 namespace posixtrace {
 
-// The stream's event storage: a circular byte buffer of exactly the
-// stream-min-size the attributes ask for. Events are stored as records
-// (header + payload) framed like the kernel's rings, so an event costs the
-// same bytes here as there (see stored_event_size). A record is never
-// split: one that would run past the end starts again at the beginning,
-// behind a filler that the size asked for does not count (the memory has
-// room for the largest filler besides). Its pages are taken as they are
-// first written (an empty buffer starts again at its first page), in huge pages where the system
-// has them, and a child of fork sees them zeroed, not shared, nor copied on the parent's writes.
+// The stream's event storage: records (header + payload, framed like the
+// kernel's rings, so an event costs the same bytes here as there: see
+// stored_event_size) in the order pushed, holding at most the
+// stream-min-size the attributes ask for. The memory is cut in chunks; a
+// record is never split, and the end of a chunk a record did not fit in
+// is not counted against the size (the memory has chunks enough for it).
+// A chunk read to its end is the next one written, so a reader that keeps
+// up, even behind by a backlog, works in the same pages, warm in the cache,
+// instead of walking (and making the kernel zero) every page of a large
+// stream; an emptied buffer starts again at the start of its chunk. Pages
+// are taken as first written, in huge pages where the system has them, and
+// a child of fork sees them zeroed, not shared, nor copied on the parent's
+// writes.
 class EventBuffer {
 public:
     explicit EventBuffer(size_t capacity);
 
     bool valid() const { return memory_.valid(); }
     size_t used() const { return used_; }
-    bool empty() const { return head_ == tail_; }
+    bool empty() const { return used_ == 0; }
     bool fits(size_t bytes) const;
 
     // Appends a record; the caller has made room (fits()).
@@ -32,18 +38,19 @@ public:
     void clear();
 
 private:
-    size_t room_before_end() const;
-    void skip_filler();
-    void rewind();
-    void advance(uint64_t &position, size_t &at, size_t bytes) const;
+    uint8_t *chunk(uint32_t index) const { return memory_.data() + size_t(index) * kChunkBytes; }
+    void next_tail_chunk();
+    void release_head_chunk();
+
+    static constexpr size_t kChunkBytes = 256 * 1024;
 
     size_t capacity_;
     ForkWipedMemory memory_;
-    uint64_t head_ = 0; // positions, growing
-    uint64_t tail_ = 0;
-    size_t head_at_ = 0; // the same, as offsets in the memory
-    size_t tail_at_ = 0;
-    size_t used_ = 0; // the records' bytes, without the filler
+    std::vector<uint32_t> free_;  // chunks not in use, the latest let go on top
+    std::deque<uint32_t> in_use_; // the head's chunk first, the tail's last
+    size_t head_at_ = 0;          // offset of the oldest record in in_use_.front()
+    size_t tail_at_ = 0;          // offset of the next record in in_use_.back()
+    size_t used_ = 0;             // the records' bytes
 };
 
 } // namespace posixtrace
