@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <posix_trace/events.h>
+#include <trace.h>
 
 #include "stages/cut_offs.hpp"
+#include "stages/filter_history.hpp"
 #include "stages/hidden_wakeups.hpp"
 #include "stages/record_kind.hpp"
 
@@ -101,4 +103,52 @@ TEST_CASE("hidden wakeups: not across a gap in recording, nor after forget_all")
     wakeups.track(record_of(td_event(PT_TD_SLEEP), 40), sleeper);
     wakeups.forget_all();
     CHECK_FALSE(wakeups.woken_unseen(record_of(POSIX_TRACE_OVERFLOW, 50, 0, 9)));
+}
+
+TEST_CASE("filter history: a record is judged by the filter in force at its stamp")
+{
+    const trace_event_id_t a = POSIX_TRACE_USER_EVENT_FIRST, b = a + 1;
+    trace_event_set_t none, only_a, only_b;
+    posix_trace_eventset_empty(&none);
+    posix_trace_eventset_empty(&only_a);
+    posix_trace_eventset_add(a, &only_a);
+    posix_trace_eventset_empty(&only_b);
+    posix_trace_eventset_add(b, &only_b);
+
+    posixtrace::FilterHistory filters;
+    CHECK_FALSE(filters.filtered_at(a, 5)); // nothing set: nothing filtered
+    filters.set_current(only_a);
+    filters.took_effect(none, 100);
+    filters.set_current(only_b);
+    filters.took_effect(only_a, 200);
+    CHECK(filters.filters(b));
+    CHECK_FALSE(filters.filters(a));
+    CHECK_FALSE(filters.filtered_at(a, 99)); // before any change: the first filter
+    CHECK(filters.filtered_at(a, 100));
+    CHECK_FALSE(filters.filtered_at(b, 150));
+    CHECK(filters.filtered_at(b, 200));
+    CHECK_FALSE(filters.filtered_at(a, 250));
+
+    filters.forget_before(150); // nothing stamped before 150 can come
+    CHECK(filters.filtered_at(a, 150));
+    CHECK(filters.filtered_at(b, 300));
+    filters.forget_before(300); // the history ends: the filter of now
+    CHECK(filters.filtered_at(b, 10));
+    CHECK_FALSE(filters.filtered_at(a, 10));
+}
+
+TEST_CASE("filter history: a filter tried and taken back leaves no trace")
+{
+    const trace_event_id_t a = POSIX_TRACE_USER_EVENT_FIRST;
+    trace_event_set_t none, only_a;
+    posix_trace_eventset_empty(&none);
+    posix_trace_eventset_empty(&only_a);
+    posix_trace_eventset_add(a, &only_a);
+
+    posixtrace::FilterHistory filters;
+    filters.set_current(only_a);
+    filters.set_current(none); // the kernel refused what it needed
+    CHECK_FALSE(filters.filters(a));
+    CHECK_FALSE(filters.filtered_at(a, 0));
+    CHECK_FALSE(filters.filtered_at(a, UINT64_MAX));
 }

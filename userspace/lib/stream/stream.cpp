@@ -191,25 +191,7 @@ bool Stream::owned_by_this_process() const
 
 bool Stream::filtered_locked(trace_event_id_t id) const
 {
-    return event_set_contains(filter_, id);
-}
-
-bool Stream::filtered_at_locked(trace_event_id_t id, uint64_t timestamp_ns) const
-{
-    for (auto change = filter_changes_.rbegin(); change != filter_changes_.rend(); ++change)
-        if (change->from_ns <= timestamp_ns || std::next(change) == filter_changes_.rend())
-            return event_set_contains(change->filter, id);
-    return filtered_locked(id);
-}
-
-// Nothing stamped before what was delivered is still to come.
-void Stream::forget_delivered_filters_locked()
-{
-    uint64_t delivered = merger_.last_delivered_ns();
-    while (filter_changes_.size() > 1 && filter_changes_[1].from_ns <= delivered)
-        filter_changes_.pop_front();
-    if (filter_changes_.size() == 1 && filter_changes_[0].from_ns <= delivered)
-        filter_changes_.clear(); // the filter of now
+    return filters_.filters(id);
 }
 
 pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const

@@ -25,6 +25,7 @@
 #include "sources/kernel/kernel_source.hpp"
 #include "sources/lanes/lane_source.hpp"
 #include "stages/cut_offs.hpp"
+#include "stages/filter_history.hpp"
 #include "stages/hidden_wakeups.hpp"
 #include "stages/library_thread_filter.hpp"
 #include "stages/process_follower.hpp"
@@ -167,9 +168,6 @@ private:
     int read_locked(const EventDestination &to);
     void copy_out(const pt_record &record, const void *data, const EventDestination &to) const;
     bool filtered_locked(trace_event_id_t id) const;
-    // The filter in force when an event stamped `timestamp_ns` was recorded.
-    bool filtered_at_locked(trace_event_id_t id, uint64_t timestamp_ns) const;
-    void forget_delivered_filters_locked();
 
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
@@ -195,16 +193,7 @@ private:
     StreamPhase phase_ = StreamPhase::Suspended;
     bool log_error_reported_ = false; // posix_trace_error queued for the log's write error
     bool readable_signaled_ = false;
-    trace_event_set_t filter_{};
-    // The filters set since the oldest record not yet delivered, each with
-    // the time it took effect (the first: the one before them all). A user
-    // event the stream renumbers (an exec'd image's) is checked against the
-    // one in force at its stamp, not at its delivery.
-    struct FilterChange {
-        uint64_t from_ns;
-        trace_event_set_t filter;
-    };
-    std::deque<FilterChange> filter_changes_;
+    FilterHistory filters_;
     std::deque<SystemEvent> pending_system_;
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;

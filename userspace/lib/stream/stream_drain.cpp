@@ -78,7 +78,7 @@ void Stream::drain_pass_locked()
                 note_stream_loss_locked(StreamLoss::Late, events);
         }};
     safe_ns_ = merger_.merge(now, pending_system_, sinks);
-    forget_delivered_filters_locked();
+    filters_.forget_before(merger_.last_delivered_ns());
     if (images_to_forget_ && safe_ns_ > images_to_forget_->looked_ns) {
         user_events_->drop_images(images_to_forget_->images);
         images_to_forget_.reset();
@@ -253,7 +253,7 @@ void Stream::deliver_user_event_locked(const pt_record &record, const uint8_t *d
     pt_record header = record;
     header.event_id = user_events_->stream_id(pid_t(record.pid), record.image, record.event_id);
     if (header.event_id != record.event_id &&
-        filtered_at_locked(header.event_id, record.timestamp_ns))
+        filters_.filtered_at(header.event_id, record.timestamp_ns))
         return;
     store_locked(header, data);
 }

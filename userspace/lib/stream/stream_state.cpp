@@ -16,7 +16,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     std::unique_lock lock(mutex_);
     if (shut_down())
         return EINVAL;
-    trace_event_set_t updated = filter_;
+    trace_event_set_t updated = filters_.current();
     for (size_t i = 0; i < std::size(updated.__bits); ++i) {
         switch (how) {
         case POSIX_TRACE_SET_EVENTSET:
@@ -32,13 +32,13 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
             return EINVAL;
         }
     }
-    posix_trace_filter_data change{filter_, updated};
+    posix_trace_filter_data change{filters_.current(), updated};
     // A thread event the new filter lets through needs its program attached
     // first: if the kernel refuses, the old filter stays and the caller is
     // told.
-    filter_ = updated;
+    filters_.set_current(updated);
     if (int err = select_thread_event_programs_locked()) {
-        filter_ = change.old_filter;
+        filters_.set_current(change.old_filter);
         select_thread_event_programs_locked();
         return err;
     }
@@ -50,10 +50,8 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
         both.__bits[i] |= change.old_filter.__bits[i];
     set_kernel_filter_locked(both);
     uint64_t now = monotonic_now();
-    set_kernel_filter_locked(filter_);
-    if (filter_changes_.empty())
-        filter_changes_.push_back({0, change.old_filter});
-    filter_changes_.push_back({now, filter_});
+    set_kernel_filter_locked(updated);
+    filters_.took_effect(change.old_filter, now);
     distrust_sleeps_locked();
     if (running())
         queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
@@ -63,7 +61,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
 trace_event_set_t Stream::filter() const
 {
     std::lock_guard lock(mutex_);
-    return filter_;
+    return filters_.current();
 }
 
 Attributes Stream::attributes() const
