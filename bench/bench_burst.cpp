@@ -41,29 +41,37 @@ struct Kept {
     uint64_t lost = 0; // as the overflow events say
 };
 
-// Every event left in `trid` (an active stream, stopped, or a log).
+// Reads one event, blocking (`block`: getnext) or not (trygetnext), into
+// `kept`; false when there was none, or at the end of a log.
+bool read_one(trace_id_t trid, trace_event_id_t id, bool block, Kept &kept)
+{
+    unsigned char data[256];
+    posix_trace_event_info info;
+    size_t length = 0;
+    int unavailable = 0;
+    int err =
+        block ? posix_trace_getnext_event(trid, &info, data, sizeof data, &length, &unavailable)
+              : posix_trace_trygetnext_event(trid, &info, data, sizeof data, &length, &unavailable);
+    if (err || unavailable)
+        return false;
+    if (info.posix_event_id == id) {
+        ++kept.events;
+    } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+        posix_trace_overflow_data overflow;
+        std::memcpy(&overflow, data, sizeof overflow);
+        kept.lost += overflow.lost;
+    }
+    return true;
+}
+
+// Every event left in `trid` (an active stream, stopped, or a log: a log
+// never waits, and trygetnext is an error for it).
 Kept read_all(trace_id_t trid, trace_event_id_t id, bool from_log)
 {
     Kept kept;
-    unsigned char data[256];
-    for (;;) {
-        posix_trace_event_info info;
-        size_t length = 0;
-        int unavailable = 0;
-        int err = from_log ? posix_trace_getnext_event(trid, &info, data, sizeof data, &length,
-                                                       &unavailable)
-                           : posix_trace_trygetnext_event(trid, &info, data, sizeof data, &length,
-                                                          &unavailable);
-        if (err || unavailable)
-            return kept;
-        if (info.posix_event_id == id) {
-            ++kept.events;
-        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
-            posix_trace_overflow_data overflow;
-            std::memcpy(&overflow, data, sizeof overflow);
-            kept.lost += overflow.lost;
-        }
+    while (read_one(trid, id, from_log, kept)) {
     }
+    return kept;
 }
 
 // THREADS threads emit `total` events together, flat out; the mean ns an
@@ -91,16 +99,25 @@ trace_attr_t attributes(size_t stream_bytes, int policy)
     return attr;
 }
 
-int burst_in_memory(trace_event_id_t id, int threads, long total)
+// A started 512 MiB UNTIL_FULL stream of this process, room for every
+// event of the burst; false if it could not be created.
+bool start_memory_stream(trace_id_t &trid)
 {
     trace_attr_t attr = attributes(512u << 20, POSIX_TRACE_UNTIL_FULL);
-    trace_id_t trid;
     if (int err = posix_trace_create(0, &attr, &trid)) {
         std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
-        return 1;
+        return false;
     }
     filter_out_thread_events(trid);
     posix_trace_start(trid);
+    return true;
+}
+
+int burst_in_memory(trace_event_id_t id, int threads, long total)
+{
+    trace_id_t trid;
+    if (!start_memory_stream(trid))
+        return 1;
     double ns = emit_burst(id, total, threads);
     posix_trace_stop(trid);
     Kept kept = read_all(trid, id, false);
@@ -159,20 +176,7 @@ double read_while_emitting(trace_id_t trid, trace_event_id_t id, long total, int
 {
     auto begin = Clock::now();
     std::thread burst([&] { ns = emit_burst(id, total, threads); });
-    unsigned char data[256];
-    while (kept.events + kept.lost < uint64_t(total)) {
-        posix_trace_event_info info;
-        size_t length = 0;
-        int unavailable = 0;
-        if (posix_trace_getnext_event(trid, &info, data, sizeof data, &length, &unavailable))
-            break;
-        if (info.posix_event_id == id) {
-            ++kept.events;
-        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
-            posix_trace_overflow_data overflow;
-            std::memcpy(&overflow, data, sizeof overflow);
-            kept.lost += overflow.lost;
-        }
+    while (kept.events + kept.lost < uint64_t(total) && read_one(trid, id, true, kept)) {
     }
     double seconds = seconds_since(begin);
     burst.join();
@@ -181,14 +185,9 @@ double read_while_emitting(trace_id_t trid, trace_event_id_t id, long total, int
 
 int read_during_burst(trace_event_id_t id, int threads, long total)
 {
-    trace_attr_t attr = attributes(512u << 20, POSIX_TRACE_UNTIL_FULL);
     trace_id_t trid;
-    if (int err = posix_trace_create(0, &attr, &trid)) {
-        std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
+    if (!start_memory_stream(trid))
         return 1;
-    }
-    filter_out_thread_events(trid);
-    posix_trace_start(trid);
     Kept kept;
     double ns = 0;
     double concurrent = read_while_emitting(trid, id, total, threads, kept, ns);
