@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -38,7 +39,7 @@ bool front_is(const EventBuffer &buffer, uint64_t n, uint32_t data_len)
     const pt_record &front = buffer.front();
     std::vector<uint8_t> expected = payload_of(n, data_len);
     return front.timestamp_ns == n && front.data_len == data_len &&
-           std::memcmp(front.data, expected.data(), data_len) == 0;
+           std::equal(expected.begin(), expected.end(), front.data);
 }
 
 long resident_bytes()
