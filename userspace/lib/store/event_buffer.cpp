@@ -99,9 +99,7 @@ void EventBuffer::pop()
         if (!frame.filler)
             return;
     }
-    release_head_chunk();
-    if (empty()) // the tail's chunk, written up to tail_at_ only
-        head_at_ = tail_at_ = 0;
+    release_head_chunk(); // the next holds a record still: the tail's got one when taken
 }
 
 void EventBuffer::clear()
