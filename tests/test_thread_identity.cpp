@@ -104,6 +104,15 @@ TEST_CASE("the library's own threads are never traced nor counted in td_concurre
     CHECK(in_child(library_threads_stay_out) == 0);
 }
 
+// The child of a process whose drain thread runs has none of it.
+TEST_CASE("a forked child does not count its parent's library threads in td_concurrency",
+          "[thread_events]")
+{
+    StreamGuard parent_stream = make_stream();
+    REQUIRE(posix_trace_start(parent_stream.get()) == 0);
+    CHECK(in_child(library_threads_stay_out) == 0);
+}
+
 namespace {
 
 // The tid of this process's thread named `name`, or 0.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "util/clock.hpp"
 #include "util/immortal.hpp"
@@ -27,6 +28,9 @@ LibraryThreads::Snapshot &registry() // guarded by registry_mutex
     static Immortal<LibraryThreads::Snapshot> threads; // threads end during exit
     return threads.get();
 }
+
+[[maybe_unused]] const int forgotten_at_fork =
+    pthread_atfork(nullptr, nullptr, LibraryThreads::forget_threads_in_child);
 
 } // namespace
 
@@ -64,6 +68,13 @@ LibraryThreads::Membership::~Membership()
     for (auto &life : registry().threads_)
         if (life.serial == serial_)
             life.ended_ns = now_ns();
+    registry().generation_ = ++registry_generation;
+}
+
+void LibraryThreads::forget_threads_in_child()
+{
+    ::new (static_cast<void *>(&registry_mutex)) std::mutex;
+    registry().threads_.clear();
     registry().generation_ = ++registry_generation;
 }
 

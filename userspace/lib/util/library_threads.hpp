@@ -27,6 +27,10 @@ public:
     class Thread;
     // Starts `body` on a library thread named `name` (at most 15 characters).
     template <class Body> static Thread start(const char *name, Body body);
+    // Called in a child of fork, where only the forking thread exists: none
+    // of the library's threads came along (a stream of the child would count
+    // them among its threads), and the lock stays held if one of them held it.
+    static void forget_threads_in_child();
 
     // The library threads as of one moment, asked without a lock: a stream
     // takes one per drain pass (the registry changes only when a stream or a
