@@ -13,11 +13,14 @@
 //                        start it, emit one event, shut it down; the times
 //                        of each step after the first cycle, and how many
 //                        of the events were read back
+//   life-pid CYCLES      the same with streams of two child processes in
+//                        turn, traced by pid, each emitting the event
 // Each prints one line of key=value: ns_per_event (in the emitting threads),
 // kept (the events read back), lost (as the stream reports it); for `life`,
 // the median and the largest milliseconds of create, start and shutdown.
 #include <fcntl.h>
 #include <posix_trace/events.h>
+#include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
 
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -219,36 +223,88 @@ Spread spread_of(std::vector<double> values)
     return {values[values.size() / 2], values.back()};
 }
 
-int stream_lives(trace_event_id_t id, int cycles)
+// A child process that emits the event once for each byte it reads, and
+// answers each with a byte once it has; it exits at the end of its input.
+class EmittingChild {
+public:
+    explicit EmittingChild(trace_event_id_t id)
+    {
+        int to_child[2], from_child[2];
+        if (pipe(to_child) != 0 || pipe(from_child) != 0)
+            std::exit(1);
+        pid_ = fork();
+        if (pid_ == 0) {
+            close(to_child[1]); // its input ends when the parent closes its end
+            close(from_child[0]);
+            char byte;
+            while (read(to_child[0], &byte, 1) == 1) {
+                posix_trace_event(id, nullptr, 0);
+                if (write(from_child[1], &byte, 1) != 1)
+                    break;
+            }
+            _exit(0);
+        }
+        close(to_child[0]);
+        close(from_child[1]);
+        to_child_ = to_child[1];
+        from_child_ = from_child[0];
+    }
+    ~EmittingChild()
+    {
+        close(to_child_);
+        close(from_child_);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    void emit()
+    {
+        char byte = 'e';
+        if (write(to_child_, &byte, 1) != 1 || read(from_child_, &byte, 1) != 1)
+            std::exit(1);
+    }
+
+private:
+    pid_t pid_ = -1;
+    int to_child_ = -1, from_child_ = -1;
+};
+
+// Streams of `target(cycle)`, in which `emit(cycle)` makes one event.
+int stream_lives(trace_event_id_t id, int cycles, const std::function<pid_t(int)> &target,
+                 const std::function<void(int)> &emit)
 {
     std::vector<double> create, start, shutdown;
+    double first_create = 0, first_shutdown = 0;
     uint64_t kept = 0;
     for (int cycle = 0; cycle <= cycles; ++cycle) {
         trace_id_t trid;
         auto begin = Clock::now();
-        if (posix_trace_create(0, nullptr, &trid) != 0)
+        if (posix_trace_create(target(cycle), nullptr, &trid) != 0)
             return 1;
         double created = ms_since(begin);
         begin = Clock::now();
         posix_trace_start(trid);
         double started = ms_since(begin);
-        posix_trace_event(id, nullptr, 0);
+        emit(cycle);
         posix_trace_stop(trid); // not timed: the event must have been kept
         kept += read_all(trid, id, false).events;
         begin = Clock::now();
         posix_trace_shutdown(trid);
         double shut = ms_since(begin);
-        if (cycle == 0)
-            continue; // the first of the process loads and links what the others reuse
+        if (cycle == 0) { // the first of the process loads and links what the others reuse
+            first_create = created;
+            first_shutdown = shut;
+            continue;
+        }
         create.push_back(created);
         start.push_back(started);
         shutdown.push_back(shut);
     }
     Spread c = spread_of(create), s = spread_of(start), d = spread_of(shutdown);
     std::printf("create_ms=%.2f create_max_ms=%.2f start_ms=%.2f start_max_ms=%.2f "
-                "shutdown_ms=%.2f shutdown_max_ms=%.2f kept=%llu of=%d\n",
-                c.median, c.most, s.median, s.most, d.median, d.most, (unsigned long long)kept,
-                cycles + 1);
+                "shutdown_ms=%.2f shutdown_max_ms=%.2f first_create_ms=%.2f "
+                "first_shutdown_ms=%.2f kept=%llu of=%d\n",
+                c.median, c.most, s.median, s.most, d.median, d.most, first_create,
+                first_shutdown, (unsigned long long)kept, cycles + 1);
     return 0;
 }
 
@@ -265,10 +321,20 @@ int main(int argc, char **argv)
         return burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
     if (mode == "read" && argc == 4)
         return read_during_burst(id, std::atoi(argv[2]), std::atol(argv[3]));
-    if (mode == "life" && argc == 3 && std::atoi(argv[2]) > 0)
-        return stream_lives(id, std::atoi(argv[2]));
+    int cycles = argc == 3 ? std::atoi(argv[2]) : 0;
+    if (mode == "life" && cycles > 0)
+        return stream_lives(
+            id, cycles, [](int) { return pid_t(0); },
+            [id](int) { posix_trace_event(id, nullptr, 0); });
+    if (mode == "life-pid" && cycles > 0) {
+        EmittingChild children[2] = {EmittingChild(id), EmittingChild(id)};
+        return stream_lives(
+            id, cycles, [&](int cycle) { return children[cycle % 2].pid(); },
+            [&](int cycle) { children[cycle % 2].emit(); });
+    }
     std::fprintf(stderr,
-                 "usage: %s memory THREADS N | log THREADS N FILE | read THREADS N | life CYCLES\n",
+                 "usage: %s memory THREADS N | log THREADS N FILE | read THREADS N | "
+                 "life CYCLES | life-pid CYCLES\n",
                  argv[0]);
     return 2;
 }

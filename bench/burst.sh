@@ -89,20 +89,36 @@ read_row "getnext from the stopped stream" "$(least "${stopped_kept[@]}")" "${st
 echo
 echo "A stream's life, 20 cycles of create / start / one event / stop / read /"
 echo "shutdown after the process's first (milliseconds: median, largest; the stop"
-echo "and the read are not timed). A stream of the process whose user events take"
-echo "the lanes leaves its kernel side to the next one; through the uprobe"
-echo "(POSIXTRACE_USER_EVENTS=kernel) each stream loads and detaches its own."
+echo "and the read are not timed): streams of the process, its user events through"
+echo "the lanes, then through the uprobe (POSIXTRACE_USER_EVENTS=kernel), then"
+echo "streams of two child processes in turn, traced by pid (each one's probes"
+echo "retired at its shutdown, the next attaching its own)."
 echo
-reused=$("$bin" life 20)
-loaded=$(POSIXTRACE_USER_EVENTS=kernel "$bin" life 20)
-printf "| %-10s | %8s | %8s | %8s | %8s |\n" "step" "reused" "largest" "loaded" "largest"
-printf "|%s|%s|%s|%s|%s|\n" "------------" "----------" "----------" "----------" "----------"
+lanes=$("$bin" life 20)
+uprobe=$(POSIXTRACE_USER_EVENTS=kernel "$bin" life 20)
+by_pid=$("$bin" life-pid 20)
+printf "| %-15s | %8s | %8s | %8s | %8s | %8s | %8s |\n" "step" "lanes" "largest" \
+    "uprobe" "largest" "by pid" "largest"
+printf "|%s|%s|%s|%s|%s|%s|%s|\n" "-----------------" "----------" "----------" "----------" \
+    "----------" "----------" "----------"
 for step in create start shutdown; do
-    printf "| %-10s | %8.2f | %8.2f | %8.2f | %8.2f |\n" "$step" \
-        "$(echo "$reused" | field "${step}_ms")" "$(echo "$reused" | field "${step}_max_ms")" \
-        "$(echo "$loaded" | field "${step}_ms")" "$(echo "$loaded" | field "${step}_max_ms")"
+    printf "| %-15s |" "$step"
+    for run in "$lanes" "$uprobe" "$by_pid"; do
+        printf " %8.2f | %8.2f |" "$(echo "$run" | field "${step}_ms")" \
+            "$(echo "$run" | field "${step}_max_ms")"
+    done
+    echo
+done
+for step in create shutdown; do
+    printf "| %-15s |" "first $step"
+    for run in "$lanes" "$uprobe" "$by_pid"; do
+        printf " %8.2f | %8s |" "$(echo "$run" | field "first_${step}_ms")" ""
+    done
+    echo
 done
 echo
-echo "Events read back: reused $(echo "$reused" | field kept) of $(echo "$reused" | field of)," \
-    "loaded $(echo "$loaded" | field kept) of $(echo "$loaded" | field of)"
+for run in lanes uprobe by_pid; do
+    printf "Events read back, %s: %s of %s\n" "$run" "$(echo "${!run}" | field kept)" \
+        "$(echo "${!run}" | field of)"
+done
 

@@ -236,7 +236,8 @@ int link_map_changed(struct pt_regs *ctx)
     struct lifecycle l;
     struct pt_record *record;
 
-    if (image == PT_IMAGE_NONE || !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
+    if (image == PT_IMAGE_NONE || !probe_is_current(ctx) ||
+        !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
         return 0;
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);
     if (!record)

@@ -63,8 +63,9 @@ struct pt_usdt_arg {
 };
 
 /* The argument layout of a probe site, found through the uprobe's BPF
- * cookie (its index in the usdt_specs map): each site is read as its own
- * note says, whatever compiler or build placed its arguments. */
+ * cookie (its index in the usdt_specs map in the low half, the program's
+ * probe generation in the high half): each site is read as its own note
+ * says, whatever compiler or build placed its arguments. */
 struct pt_usdt_spec {
     __u64 event_id; /* the event type of a USDT probe (PROVIDER:NAME) */
     __u32 arg_count;

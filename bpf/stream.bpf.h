@@ -47,6 +47,17 @@ volatile __u64 event_filter[PT_FILTER_WORDS]; /* set bit: event type filtered ou
 /* Per USDT event type: 1 + the index of an argument that points to a string
  * to copy after the arguments, or 0. */
 volatile __u8 usdt_string_arg[PT_USDT_TYPES];
+/* The probes attached for the current stream carry this number in the high
+ * half of their attach cookie. A program kept for the next stream retires
+ * its probes by changing it: their detachment takes the kernel hundreds of
+ * milliseconds, done meanwhile on a library thread, and until it is done
+ * they fire for nothing, even in a process the next stream traces. */
+volatile __u32 probe_generation;
+
+static __always_inline bool probe_is_current(void *ctx)
+{
+    return (__u32)(bpf_get_attach_cookie(ctx) >> 32) == probe_generation;
+}
 
 static __always_inline bool event_filtered(__u32 event_id)
 {

@@ -64,11 +64,13 @@ static __always_inline __u64 sized(__u64 value, __s8 size)
 }
 
 /* The layout of the site that fired; NULL when it has none (not attached by
- * the stream). */
+ * the stream, or retired: see probe_generation). */
 static __always_inline const struct pt_usdt_spec *usdt_spec_of(struct pt_regs *ctx)
 {
     __u32 index = (__u32)bpf_get_attach_cookie(ctx);
 
+    if (!probe_is_current(ctx))
+        return NULL;
     return bpf_map_lookup_elem(&usdt_specs, &index);
 }
 

@@ -136,6 +136,7 @@ KernelProgram::~KernelProgram()
     // global mutex (event_mutex): about 0.1 s a probe site on a VM, however
     // many threads close them (measured; docs/security.md).
     thread_event_groups_.clear();
+    probe_links_.clear();
     links_.clear();
     if (cpu_states_)
         munmap(cpu_states_, cpu_states_bytes_);
@@ -307,11 +308,12 @@ int KernelProgram::attach_link_map_hook(pid_t pid, const std::string &binary, ui
 {
     if (!descriptors_left_for(1))
         return EMFILE;
+    LIBBPF_OPTS(bpf_uprobe_opts, options, .bpf_cookie = probe_cookie(0));
     bpf_link *link = bpf_program__attach_uprobe_opts(skeleton_->progs.link_map_changed, pid,
-                                                     binary.c_str(), offset, nullptr);
+                                                     binary.c_str(), offset, &options);
     if (!link)
         return errno_from(-errno);
-    links_.emplace_back(link);
+    probe_links_.emplace_back(link);
     return 0;
 }
 
@@ -369,12 +371,12 @@ int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std:
             return err;
         indexes.push_back(*index);
     }
-    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> attached;
+    std::vector<Link> attached;
     for (size_t i = 0; i < sites.size(); ++i) {
         // By offsets computed from our own read of the file: libbpf opens
         // no traced file (a file truncated under a mapping reader faults it).
         LIBBPF_OPTS(bpf_uprobe_opts, options, .ref_ctr_offset = size_t(sites[i]->semaphore_offset),
-                    .bpf_cookie = indexes[i]);
+                    .bpf_cookie = probe_cookie(indexes[i]));
         bpf_link *link = bpf_program__attach_uprobe_opts(program, pid, binary.c_str(),
                                                          size_t(*sites[i]->site_offset), &options);
         if (!link)
@@ -382,7 +384,7 @@ int KernelProgram::attach_usdt_sites(bpf_program *program, pid_t pid, const std:
         attached.emplace_back(link);
     }
     for (auto &link : attached)
-        links_.push_back(std::move(link));
+        probe_links_.push_back(std::move(link));
     usdt_sites_attached_ += sites.size();
     return 0;
 }

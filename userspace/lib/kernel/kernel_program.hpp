@@ -29,6 +29,17 @@ using UsdtSites = std::vector<const UsdtProbe *>;
 // globals, so it takes effect without a system call.
 class KernelProgram {
 public:
+    struct LinkDeleter {
+        void operator()(bpf_link *link) const;
+    };
+    using Link = std::unique_ptr<bpf_link, LinkDeleter>;
+
+    // The uprobes a stream attached, taken from their program by
+    // retire_probes(): detached when this is destroyed.
+    struct RetiredProbes {
+        std::vector<Link> links;
+    };
+
     struct Config {
         size_t ring_bytes;      // per CPU, a power of two multiple of the page size
         uint32_t max_data_size; // bytes of user data copied per event
@@ -49,6 +60,11 @@ public:
     // Readies an idle program for a new stream: `config`'s data size, the
     // counts zero again, no primary target yet (trace_process sets it).
     void prepare_for(const Config &config);
+    // Makes every uprobe attached so far fire for nothing from now on (the
+    // BPF side checks the generation in its cookie) and hands them over, to
+    // be detached off the caller's path; the program then has none, and
+    // the whole budget of USDT sites and layouts again.
+    RetiredProbes retire_probes();
 
     // The first process traced is the stream's primary target (a cheaper
     // check in the kernel); later ones (inheritance) go to a hash map.
@@ -174,10 +190,6 @@ private:
     struct SkeletonDeleter {
         void operator()(posixtrace_bpf *skeleton) const;
     };
-    struct LinkDeleter {
-        void operator()(bpf_link *link) const;
-    };
-
     int attach_kernel_event_programs();
     int fill_ring_table();
     int map_cpu_states();
@@ -194,7 +206,7 @@ private:
     struct ProgramGroup {
         uint32_t events; // TD events the programs produce
         std::vector<bpf_program *> programs;
-        std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links; // empty: detached
+        std::vector<Link> links; // empty: detached
     };
     void define_thread_event_groups();
 
@@ -222,8 +234,16 @@ private:
     std::vector<UniqueFd> ring_fds_;
     pt_cpu_state *cpu_states_ = nullptr; // mmapped, one per CPU
     size_t cpu_states_bytes_ = 0;
-    std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
-    size_t usdt_sites_attached_ = 0; // never released: links live as long as the stream
+    // The uprobe's cookie for a site whose layout is at `spec_index`.
+    uint64_t probe_cookie(uint32_t spec_index) const
+    {
+        return uint64_t(probe_generation_) << 32 | spec_index;
+    }
+
+    std::vector<Link> links_;        // the process lifecycle tracepoints
+    std::vector<Link> probe_links_;  // uprobes, in the traced processes' objects
+    uint32_t probe_generation_ = 0;  // as in the BPF side's globals
+    size_t usdt_sites_attached_ = 0; // released only with the probes (retire_probes)
     std::map<std::string, uint32_t> usdt_spec_indexes_; // a pt_usdt_spec's bytes -> its index
 };
 

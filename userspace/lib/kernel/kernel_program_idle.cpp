@@ -83,6 +83,18 @@ void KernelProgram::prepare_for(const Config &config)
     __atomic_store_n(&skeleton_->bss->primary_tgid, 0u, __ATOMIC_SEQ_CST);
 }
 
+// The layouts of the retired probes stay in usdt_specs, overwritten as new
+// ones come: a retired probe that fires no longer reads its layout.
+KernelProgram::RetiredProbes KernelProgram::retire_probes()
+{
+    __atomic_store_n(&skeleton_->bss->probe_generation, ++probe_generation_, __ATOMIC_SEQ_CST);
+    RetiredProbes retired{std::move(probe_links_)};
+    probe_links_.clear();
+    usdt_sites_attached_ = 0;
+    usdt_spec_indexes_.clear();
+    return retired;
+}
+
 // Every word of the per-CPU states, whatever fields they grow: the counts
 // are the stream's (its losses, its refusals), and the switch chains start
 // again, as when the switch program is attached anew.

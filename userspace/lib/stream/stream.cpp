@@ -57,7 +57,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     uint64_t rings_created_after_ns = monotonic_now();
     bool lanes_wanted = takes_lanes(target, attributes);
     std::unique_ptr<LaneSource> lanes;
-    bool reused = lanes_wanted && take_parked_kernel_side(target, binary, config, lanes);
+    bool reused = take_parked_kernel_side(target, binary, config, lanes_wanted, lanes);
     if (reused) {
         // The records its earlier stream left in the rings are not this one's.
         cut_offs_.clear_before(rings_created_after_ns);
@@ -75,7 +75,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     user_events_->set_primary_image(kernel_->image_of(target));
     if (int err = select_thread_event_programs_locked())
         return err;
-    if (!reused) {
+    if (!probes_) {
         probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);
         // This process's user events come through the lanes or through the
         // probe, never both, never neither.
@@ -100,7 +100,6 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!merger_.ready())
         return ENOMEM;
     sources_.push_back(std::move(kernel_source));
-    bool lanes_attached = lanes != nullptr;
     if (lanes)
         sources_.push_back(std::move(lanes));
 
@@ -128,27 +127,36 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     last_pass_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
-    kernel_side_reusable_ = lanes_attached; // a stream that failed half-way parks nothing
+    set_up_ = true;
     return 0;
 }
 
-// A kernel side parked by an earlier stream of this process, taken when its
-// probes leave this process's user events to the lanes and the lanes are
-// this stream's (the probe it lacks would be needed otherwise).
+// A kernel side parked by an earlier stream of this process, whatever
+// process that one traced. Its probes (parked only when they are in one
+// process alone, none asked for by the user) are kept by a stream of that
+// process, still running, that takes its user events the same way: through
+// the lanes, which must then be this stream's, or through the probe.
+// Otherwise they are retired (the probe they lack would be needed, or the
+// one they have would record each event twice), and the stream attaches
+// its own.
 bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
-                                     const KernelProgram::Config &config,
+                                     const KernelProgram::Config &config, bool lanes_wanted,
                                      std::unique_ptr<LaneSource> &lanes)
 {
     std::optional<KernelSide> parked = KernelParking::take(config);
     if (!parked)
         return false;
-    if (parked->probes->leave_user_events_of(target, binary))
-        lanes = LaneSource::attach(lane_budget_for(attributes_.stream_size), config.max_data_size,
-                                   merger_, monotonic_now());
-    if (!lanes) {
-        KernelParking::give_back(std::move(*parked));
-        return false;
+    bool keep = parked->probes && parked->probes->reusable_for(target) &&
+                attributes_.inheritance != POSIX_TRACE_INHERITED &&
+                parked->probes->leaves_user_events() == lanes_wanted;
+    if (keep && lanes_wanted) {
+        if (parked->probes->leave_user_events_of(target, binary))
+            lanes = LaneSource::attach(lane_budget_for(attributes_.stream_size),
+                                       config.max_data_size, merger_, monotonic_now());
+        keep = lanes != nullptr;
     }
+    if (!keep)
+        KernelParking::retire_probes(*parked);
     kernel_ = std::move(parked->program);
     probes_ = std::move(parked->probes);
     return true;
@@ -390,12 +398,13 @@ int Stream::shutdown()
         drain_.join();
     }
     std::lock_guard lock(mutex_);
-    bool park = kernel_side_reusable_ && kernel_ && probes_ && probes_->reusable() &&
-                owned_by_this_process();
+    bool park = kernel_ && owned_by_this_process();
     if (park) // the rings empty for the next stream
         merger_.discard_all([](const pt_record &) {});
     merger_ = RingMerger();
     sources_.clear(); // the merge read them until now
+    if (park && !set_up_)
+        probes_.reset(); // what a set-up that failed half-way attached is retired
     if (park)
         KernelParking::park({std::move(kernel_), std::move(probes_)});
     kernel_.reset();

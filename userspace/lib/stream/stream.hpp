@@ -140,7 +140,7 @@ private:
     SourceLosses transport_losses_locked() const;
     bool takes_lanes(pid_t target, const Attributes &attributes) const;
     bool take_parked_kernel_side(pid_t target, const std::string &binary,
-                                 const KernelProgram::Config &config,
+                                 const KernelProgram::Config &config, bool lanes_wanted,
                                  std::unique_ptr<LaneSource> &lanes);
     void distrust_sleeps_locked();
     void deliver_user_event_locked(const pt_record &record, const uint8_t *data);
@@ -174,8 +174,9 @@ private:
     pid_t target_pid_ = 0;
     SystemSlot slot_;
     std::unique_ptr<KernelProgram> kernel_;
-    // Its kernel side may serve this process's next stream (KernelParking).
-    bool kernel_side_reusable_ = false;
+    // Whether initialize() succeeded: the kernel side of a stream that did
+    // not serves the process's next stream without its probes.
+    bool set_up_ = false;
     RingMerger merger_;
     // The kernel's rings, and the lanes when this process's user events
     // take them rather than the uprobe.

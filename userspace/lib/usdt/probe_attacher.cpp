@@ -1,9 +1,11 @@
 #include "usdt/probe_attacher.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
@@ -279,6 +281,10 @@ int ProbeAttacher::attach_spec(const MappedObject &object, const std::string &sp
 
 int ProbeAttacher::refresh(pid_t pid)
 {
+    if (!first_scanned_) {
+        first_scanned_ = pid;
+        first_scanned_pidfd_.reset(int(syscall(SYS_pidfd_open, pid, 0)));
+    }
     // The dynamic linker the executable names, as the process resolves it.
     std::optional<FileId> interpreter;
     if (auto file = open_in_root(pid, interpreter_of("/proc/" + std::to_string(pid) + "/exe")))
@@ -328,6 +334,14 @@ void ProbeAttacher::forget(pid_t pid)
     std::erase_if(scanned_, [pid](const Placement &p) { return p.scope == pid; });
     std::erase_if(with_links_, [pid](const Placement &p) { return p.scope == pid; });
     std::erase_if(usdt_attached_, [pid](const auto &entry) { return entry.first.scope == pid; });
+}
+
+bool ProbeAttacher::reusable() const
+{
+    pollfd exited{first_scanned_pidfd_.get(), POLLIN, 0}; // readable once it exited
+    return !system_wide_ && specs_.empty() && usdt_names_.empty() && usdt_attached_.empty() &&
+           unattached_.empty() && processes() == std::vector<pid_t>{first_scanned_} &&
+           first_scanned_pidfd_ && poll(&exited, 1, 0) == 0;
 }
 
 std::vector<pid_t> ProbeAttacher::processes() const

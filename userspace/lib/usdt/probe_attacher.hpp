@@ -14,6 +14,7 @@
 #include "kernel/kernel_program.hpp"
 #include "usdt/usdt_notes.hpp"
 #include "util/process_files.hpp"
+#include "util/unique_fd.hpp"
 
 namespace posixtrace {
 
@@ -53,14 +54,15 @@ public:
     bool leave_user_events_of(pid_t pid, const std::string &path);
     void attach_user_events_everywhere() { user_events_elsewhere_.reset(); }
 
-    // Whether a later stream of the scanned process may take these probes
-    // as they are: its user events are left to its lanes, the probes are in
-    // it alone, and none was asked for by the user or failed to attach.
-    bool reusable() const
-    {
-        return user_events_elsewhere_ && !system_wide_ && specs_.empty() && usdt_names_.empty() &&
-               usdt_attached_.empty() && unattached_.empty();
-    }
+    // Whether a later stream of the process these probes are in may take
+    // them as they are: they are in that process alone, it still runs (the
+    // pid names no other process yet), and none was asked for by the user
+    // or failed to attach.
+    bool reusable() const;
+    // The same, for a stream of process `target`.
+    bool reusable_for(pid_t target) const { return target == first_scanned_ && reusable(); }
+    // Whether posix_trace_event()'s probe is left out (leave_user_events_of).
+    bool leaves_user_events() const { return user_events_elsewhere_.has_value(); }
 
     // Processes scanned so far that are gone may be forgotten.
     void forget(pid_t pid);
@@ -121,6 +123,8 @@ private:
 
     KernelProgram &kernel_;
     bool system_wide_;
+    pid_t first_scanned_ = 0;
+    UniqueFd first_scanned_pidfd_;                   // tells whether it still runs
     std::optional<Placement> user_events_elsewhere_; // see leave_user_events_of()
     std::vector<std::string> specs_;
     std::map<FileId, std::shared_ptr<const std::vector<UsdtProbe>>> notes_;

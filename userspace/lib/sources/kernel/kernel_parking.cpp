@@ -18,16 +18,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kIdleLife = std::chrono::milliseconds(KernelParking::kIdleLifeMs);
 
-// Sides waiting for the releasing thread or being destroyed by it, at most:
-// past that the caller destroys the one it displaced, so a process that ends
-// streams faster than the kernel detaches probes holds a bounded number.
+// The kernel detaches a uprobe under a global mutex that attaching one
+// needs too, for two RCU grace periods: a stream set up while its process
+// releases probes would wait for each. So the releasing thread starts
+// nothing until the process's latest set-up is this old.
+constexpr auto kQuietBeforeRelease = std::chrono::milliseconds(KernelParking::kIdleLifeMs);
+
+// Sides, and probes retired, waiting for the releasing thread or being
+// destroyed by it, at most: past that the caller destroys what it let go,
+// so a process that ends streams faster than the kernel detaches probes
+// holds a bounded number (each probe holds two descriptors).
 constexpr size_t kMostBeingReleased = 2;
+constexpr size_t kMostRetiredProbes = 128;
 
 // What one process parked and is releasing.
 struct Parked {
     std::optional<KernelSide> side;
     std::vector<KernelSide> doomed;
+    std::vector<KernelProgram::RetiredProbes> retired;
     size_t being_destroyed = 0; // by the releasing thread, out of `doomed`
+    size_t retired_probes = 0;  // links in `retired` and being detached
+    Clock::time_point last_set_up{};
     LibraryThreads::Thread releaser;
     bool releaser_running = false;
 };
@@ -57,11 +68,26 @@ public:
         wake_releaser_locked(parked);
     }
 
+    void detach(KernelProgram::RetiredProbes probes)
+    {
+        KernelProgram::RetiredProbes undetached; // detached here, outside the lock
+        std::lock_guard lock(mutex_);
+        Parked &parked = parked_locked();
+        if (parked.retired_probes + probes.links.size() > kMostRetiredProbes) {
+            undetached = std::move(probes);
+            return;
+        }
+        parked.retired_probes += probes.links.size();
+        parked.retired.push_back(std::move(probes));
+        wake_releaser_locked(parked);
+    }
+
     std::optional<KernelSide> take(const KernelProgram::Config &config)
     {
         KernelSide unreleased; // destroyed here, outside the lock
         std::lock_guard lock(mutex_);
         Parked &parked = parked_locked();
+        parked.last_set_up = Clock::now(); // a stream is being set up
         if (!parked.side)
             return std::nullopt;
         if (!parked.side->program->loaded_as(config)) { // streams of another size now
@@ -126,7 +152,18 @@ private:
     {
         std::unique_lock lock(mutex_);
         for (;;) {
-            if (!parked.doomed.empty()) {
+            bool work = !parked.retired.empty() || !parked.doomed.empty();
+            if (work && Clock::now() < parked.last_set_up + kQuietBeforeRelease) {
+                wake_.wait_until(lock, parked.last_set_up + kQuietBeforeRelease);
+            } else if (!parked.retired.empty()) {
+                KernelProgram::RetiredProbes probes = std::move(parked.retired.back());
+                parked.retired.pop_back();
+                size_t count = probes.links.size();
+                lock.unlock();
+                probes.links.clear();
+                lock.lock();
+                parked.retired_probes -= count;
+            } else if (!parked.doomed.empty()) {
                 KernelSide side = std::move(parked.doomed.back());
                 parked.doomed.pop_back();
                 ++parked.being_destroyed;
@@ -159,6 +196,8 @@ private:
 void KernelParking::park(KernelSide side)
 {
     side.program->go_idle();
+    if (!side.probes || !side.probes->reusable())
+        retire_probes(side);
     side.idle_since = Clock::now();
     Lot::instance().park(std::move(side));
 }
@@ -168,9 +207,12 @@ std::optional<KernelSide> KernelParking::take(const KernelProgram::Config &confi
     return Lot::instance().take(config);
 }
 
-void KernelParking::give_back(KernelSide side)
+void KernelParking::retire_probes(KernelSide &side)
 {
-    Lot::instance().park(std::move(side));
+    side.probes.reset(); // it refers to the program's probes, gone now
+    KernelProgram::RetiredProbes retired = side.program->retire_probes();
+    if (!retired.links.empty())
+        Lot::instance().detach(std::move(retired));
 }
 
 } // namespace posixtrace
