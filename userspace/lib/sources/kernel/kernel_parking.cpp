@@ -23,6 +23,11 @@ constexpr auto kIdleLife = std::chrono::milliseconds(KernelParking::kIdleLifeMs)
 // releases probes would wait for each. So the releasing thread starts
 // nothing until the process's latest set-up is this old.
 constexpr auto kQuietBeforeRelease = std::chrono::milliseconds(KernelParking::kIdleLifeMs);
+// Detaching also holds every fork of the system for a grace period (the
+// kernel's dup_mmap_sem); one after the other, the detachments of a
+// stream's probes held a fork 550-750 ms, and with this pause between two
+// of them, 110-230 ms at most.
+constexpr auto kBetweenDetachments = std::chrono::milliseconds(50);
 
 // Sides, and probes retired, waiting for the releasing thread or being
 // destroyed by it, at most: past that the caller destroys what it let go,
@@ -156,22 +161,30 @@ private:
             if (work && Clock::now() < parked.last_set_up + kQuietBeforeRelease) {
                 wake_.wait_until(lock, parked.last_set_up + kQuietBeforeRelease);
             } else if (!parked.retired.empty()) {
-                KernelProgram::RetiredProbes probes = std::move(parked.retired.back());
-                parked.retired.pop_back();
-                size_t count = probes.links.size();
+                auto &links = parked.retired.back().links;
+                KernelProgram::Link link = std::move(links.back());
+                links.pop_back();
+                if (links.empty())
+                    parked.retired.pop_back();
                 lock.unlock();
-                probes.links.clear();
+                link.reset();
                 lock.lock();
-                parked.retired_probes -= count;
+                --parked.retired_probes;
+                wake_.wait_for(lock, kBetweenDetachments);
             } else if (!parked.doomed.empty()) {
                 KernelSide side = std::move(parked.doomed.back());
                 parked.doomed.pop_back();
                 ++parked.being_destroyed;
                 lock.unlock();
                 side.probes.reset(); // they refer to the program
+                // Its probes are detached one by one, as the retired ones.
+                KernelProgram::RetiredProbes probes = side.program->retire_probes();
                 side.program.reset();
                 lock.lock();
                 --parked.being_destroyed;
+                parked.retired_probes += probes.links.size();
+                if (!probes.links.empty())
+                    parked.retired.push_back(std::move(probes));
             } else if (parked.side && Clock::now() >= parked.side->idle_since + kIdleLife) {
                 parked.doomed.push_back(std::move(*parked.side));
                 parked.side.reset();
