@@ -236,7 +236,7 @@ int link_map_changed(struct pt_regs *ctx)
     struct lifecycle l;
     struct pt_record *record;
 
-    if (image == PT_IMAGE_NONE || !probe_is_current(ctx) ||
+    if (image == PT_IMAGE_NONE || !probe_is_current(bpf_get_attach_cookie(ctx)) ||
         !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
         return 0;
     record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);

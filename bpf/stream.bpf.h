@@ -54,9 +54,9 @@ volatile __u8 usdt_string_arg[PT_USDT_TYPES];
  * they fire for nothing, even in a process the next stream traces. */
 volatile __u32 probe_generation;
 
-static __always_inline bool probe_is_current(void *ctx)
+static __always_inline bool probe_is_current(__u64 cookie)
 {
-    return (__u32)(bpf_get_attach_cookie(ctx) >> 32) == probe_generation;
+    return (__u32)(cookie >> 32) == probe_generation;
 }
 
 static __always_inline bool event_filtered(__u32 event_id)

@@ -67,9 +67,10 @@ static __always_inline __u64 sized(__u64 value, __s8 size)
  * the stream, or retired: see probe_generation). */
 static __always_inline const struct pt_usdt_spec *usdt_spec_of(struct pt_regs *ctx)
 {
-    __u32 index = (__u32)bpf_get_attach_cookie(ctx);
+    __u64 cookie = bpf_get_attach_cookie(ctx);
+    __u32 index = (__u32)cookie;
 
-    if (!probe_is_current(ctx))
+    if (!probe_is_current(cookie))
         return NULL;
     return bpf_map_lookup_elem(&usdt_specs, &index);
 }

@@ -18,24 +18,31 @@ namespace reuse_support {
 
 using test_support::Clock;
 
-// The ids of the BPF programs this process holds a descriptor of.
-inline std::set<unsigned> bpf_programs_held()
+// Calls `visit` with the number of each descriptor this process holds of
+// the anonymous inode `kind` ("anon_inode:bpf-prog"...).
+template <class Visit> void for_each_descriptor_of(const std::string &kind, Visit visit)
 {
-    std::set<unsigned> ids;
     DIR *descriptors = opendir("/proc/self/fd");
     REQUIRE(descriptors != nullptr);
     while (dirent *entry = readdir(descriptors)) {
         std::string path = std::string("/proc/self/fd/") + entry->d_name;
         char target[64] = {};
-        if (readlink(path.c_str(), target, sizeof target - 1) <= 0 ||
-            std::string(target) != "anon_inode:bpf-prog")
-            continue;
-        std::ifstream info(std::string("/proc/self/fdinfo/") + entry->d_name);
+        if (readlink(path.c_str(), target, sizeof target - 1) > 0 && std::string(target) == kind)
+            visit(entry->d_name);
+    }
+    closedir(descriptors);
+}
+
+// The ids of the BPF programs this process holds a descriptor of.
+inline std::set<unsigned> bpf_programs_held()
+{
+    std::set<unsigned> ids;
+    for_each_descriptor_of("anon_inode:bpf-prog", [&](const char *fd) {
+        std::ifstream info(std::string("/proc/self/fdinfo/") + fd);
         for (std::string line; std::getline(info, line);)
             if (line.rfind("prog_id:", 0) == 0)
                 ids.insert(unsigned(std::stoul(line.substr(8))));
-    }
-    closedir(descriptors);
+    });
     return ids;
 }
 
@@ -43,16 +50,7 @@ inline std::set<unsigned> bpf_programs_held()
 inline size_t bpf_links_held()
 {
     size_t links = 0;
-    DIR *descriptors = opendir("/proc/self/fd");
-    REQUIRE(descriptors != nullptr);
-    while (dirent *entry = readdir(descriptors)) {
-        std::string path = std::string("/proc/self/fd/") + entry->d_name;
-        char target[64] = {};
-        if (readlink(path.c_str(), target, sizeof target - 1) > 0 &&
-            std::string(target) == "anon_inode:bpf_link")
-            ++links;
-    }
-    closedir(descriptors);
+    for_each_descriptor_of("anon_inode:bpf_link", [&](const char *) { ++links; });
     return links;
 }
 

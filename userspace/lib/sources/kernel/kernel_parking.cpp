@@ -177,14 +177,20 @@ private:
                 ++parked.being_destroyed;
                 lock.unlock();
                 side.probes.reset(); // they refer to the program
-                // Its probes are detached one by one, as the retired ones.
+                // Its probes are detached one by one, as the retired ones,
+                // while as few wait as the callers' retired ones may.
                 KernelProgram::RetiredProbes probes = side.program->retire_probes();
                 side.program.reset();
                 lock.lock();
                 --parked.being_destroyed;
-                parked.retired_probes += probes.links.size();
-                if (!probes.links.empty())
+                if (parked.retired_probes + probes.links.size() > kMostRetiredProbes) {
+                    lock.unlock();
+                    probes.links.clear();
+                    lock.lock();
+                } else if (!probes.links.empty()) {
+                    parked.retired_probes += probes.links.size();
                     parked.retired.push_back(std::move(probes));
+                }
             } else if (parked.side && Clock::now() >= parked.side->idle_since + kIdleLife) {
                 parked.doomed.push_back(std::move(*parked.side));
                 parked.side.reset();
