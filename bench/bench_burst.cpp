@@ -4,6 +4,9 @@
 //                        (room for every one of them); read after the stop
 //   log THREADS N FILE   the same into a 64 MiB FLUSH stream with a log at
 //                        FILE; the log is read back after the shutdown
+//   loop THREADS N       the same into a 1 MiB LOOP stream, which keeps the
+//                        newest of them; read after the stop. newest=1 when
+//                        the last event read is the last of its thread
 //   read THREADS N       the same as memory, but the main thread reads with
 //                        posix_trace_getnext_event while the threads emit;
 //                        then, a second time, reads a stopped stream holding
@@ -130,6 +133,45 @@ int burst_in_memory(trace_event_id_t id, int threads, long total)
     posix_trace_shutdown(trid);
     std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
+    return 0;
+}
+
+// The events of a stopped LOOP stream: how many, the reported losses, and
+// whether the last one read is the last its thread emitted (the index the
+// payload starts with).
+int burst_in_loop(trace_event_id_t id, int threads, long total)
+{
+    trace_attr_t attr = attributes(1u << 20, POSIX_TRACE_LOOP);
+    trace_id_t trid;
+    if (int err = posix_trace_create(0, &attr, &trid)) {
+        std::fprintf(stderr, "posix_trace_create: %s\n", std::strerror(err));
+        return 1;
+    }
+    filter_out_thread_events(trid);
+    posix_trace_start(trid);
+    double ns = emit_burst(id, total, threads);
+    posix_trace_stop(trid);
+    Kept kept;
+    long last_index = -1;
+    unsigned char data[256];
+    posix_trace_event_info info;
+    size_t length = 0;
+    int unavailable = 0;
+    while (posix_trace_trygetnext_event(trid, &info, data, sizeof data, &length, &unavailable) ==
+               0 &&
+           !unavailable) {
+        if (info.posix_event_id == id && length >= sizeof last_index) {
+            ++kept.events;
+            std::memcpy(&last_index, data, sizeof last_index);
+        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data overflow;
+            std::memcpy(&overflow, data, sizeof overflow);
+            kept.lost += overflow.lost;
+        }
+    }
+    posix_trace_shutdown(trid);
+    std::printf("ns_per_event=%.1f kept=%lu lost=%lu newest=%d\n", ns, (unsigned long)kept.events,
+                (unsigned long)kept.lost, last_index == total / threads - 1);
     return 0;
 }
 
@@ -303,8 +345,8 @@ int stream_lives(trace_event_id_t id, int cycles, const std::function<pid_t(int)
     std::printf("create_ms=%.2f create_max_ms=%.2f start_ms=%.2f start_max_ms=%.2f "
                 "shutdown_ms=%.2f shutdown_max_ms=%.2f first_create_ms=%.2f "
                 "first_shutdown_ms=%.2f kept=%llu of=%d\n",
-                c.median, c.most, s.median, s.most, d.median, d.most, first_create,
-                first_shutdown, (unsigned long long)kept, cycles + 1);
+                c.median, c.most, s.median, s.most, d.median, d.most, first_create, first_shutdown,
+                (unsigned long long)kept, cycles + 1);
     return 0;
 }
 
@@ -319,6 +361,8 @@ int main(int argc, char **argv)
         return burst_in_memory(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "log" && argc == 5)
         return burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
+    if (mode == "loop" && argc == 4)
+        return burst_in_loop(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "read" && argc == 4)
         return read_during_burst(id, std::atoi(argv[2]), std::atol(argv[3]));
     int cycles = argc == 3 ? std::atoi(argv[2]) : 0;
@@ -333,8 +377,8 @@ int main(int argc, char **argv)
             [&](int cycle) { children[cycle % 2].emit(); });
     }
     std::fprintf(stderr,
-                 "usage: %s memory THREADS N | log THREADS N FILE | read THREADS N | "
-                 "life CYCLES | life-pid CYCLES\n",
+                 "usage: %s memory THREADS N | log THREADS N FILE | loop THREADS N | "
+                 "read THREADS N | life CYCLES | life-pid CYCLES\n",
                  argv[0]);
     return 2;
 }

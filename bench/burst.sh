@@ -58,6 +58,28 @@ for threads in 1 2; do
 done
 
 echo
+echo "POSIX_TRACE_LOOP: the same burst into a 1 MiB LOOP stream, read after the stop;"
+echo "it must end with the newest event (the last of its thread): runs that did, of $runs"
+echo
+printf "| %-44s | %9s | %-27s | %-6s |\n" "case" "ns/event" "kept" "newest"
+printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..29})" "--------"
+for threads in 1 2; do
+    costs=() kept=() newest=0
+    for _ in $(seq "$runs"); do
+        line=$("$bin" loop "$threads" "$events" 2>&1 | tail -n 1)
+        costs+=("$(echo "$line" | field ns_per_event)")
+        kept+=("$(echo "$line" | field kept)")
+        ended=$(echo "$line" | field newest)
+        newest=$((newest + ${ended:-0})) # a failed run did not
+    done
+    printf "| %-44s | %9.1f | %12d – %12d | %s of %s |\n" \
+        "posixtrace, 1 MiB LOOP stream, $threads thread(s)" \
+        "$(printf '%s\n' "${costs[@]}" | median)" \
+        "$(printf '%s\n' "${kept[@]}" | sort -n | head -1)" \
+        "$(printf '%s\n' "${kept[@]}" | sort -n | tail -1)" "$newest" "$runs"
+done
+
+echo
 echo "Reading: one thread emits the burst into a 512 MiB UNTIL_FULL stream while the"
 echo "main thread reads it with posix_trace_getnext_event; then the same burst is read"
 echo "from the stopped stream (million events a second: median, least – most of $runs runs)"

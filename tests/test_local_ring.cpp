@@ -218,69 +218,224 @@ TEST_CASE("local ring: a child of fork writes to zeroed pages of its own", "[loc
     CHECK(ring.producer() == 2 * first.size);
 }
 
-// Writers stamp after reserving, as the fast path will; the merge runs
-// meanwhile in passes, as the drain thread does. What comes out is in
-// timestamp order, and written = delivered + lost, exactly.
-TEST_CASE("local ring: two writing threads merged while they write: in order, none missing",
-          "[local-ring]")
+namespace {
+
+struct MergedTally {
+    uint64_t delivered = 0, out_of_order = 0, reordered = 0, late = 0, lost = 0;
+    std::vector<int> last_index; // of each writer
+};
+
+// `writers` threads write `records` records each into a ring of their own
+// (taking back their oldest chunks with `overwriting`), stamping after they
+// reserve, as the fast path does; the merge runs meanwhile in passes
+// `pause` apart, as the drain thread does.
+MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int writers, int records,
+                                const LocalRing::Overwriting *overwriting,
+                                std::chrono::microseconds pause)
 {
-    constexpr int kWriters = 2;
-    constexpr int kRecords = 300'000;
     RingMerger merger;
-    ChunkPool pool(64 * 1024, 64);
-    pool.allow(8); // 256 KiB a writer
     std::vector<LocalRing *> rings;
-    for (int i = 0; i < kWriters; ++i) {
-        auto ring = std::make_unique<LocalRing>(pool, 4);
+    for (int i = 0; i < writers; ++i) {
+        auto ring = std::make_unique<LocalRing>(pool, most_chunks);
         REQUIRE(ring->mapped());
         rings.push_back(ring.get());
         merger.add_ring(std::move(ring), monotonic_ns());
     }
-    std::atomic<int> writing{kWriters};
-    std::vector<std::thread> writers;
-    for (int w = 0; w < kWriters; ++w)
-        writers.emplace_back([&, w] {
-            for (int i = 0; i < kRecords; ++i) {
-                pt_record *record = rings[size_t(w)]->reserve(16);
+    std::atomic<int> writing{writers};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < writers; ++w)
+        threads.emplace_back([&, w] {
+            for (int i = 0; i < records; ++i) {
+                pt_record *record = rings[size_t(w)]->reserve(16, overwriting);
                 if (!record)
                     continue;
                 record->timestamp_ns = monotonic_ns();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
                 rings[size_t(w)]->commit(record);
-                if (i % 64 == 0)
+                if (!overwriting && i % 64 == 0)
                     std::this_thread::yield();
             }
             --writing;
         });
-    uint64_t delivered = 0, out_of_order = 0, last = 0, late = 0;
-    std::vector<int> next_index(kWriters, -1);
-    uint64_t reordered = 0;
+    MergedTally tally;
+    tally.last_index.assign(size_t(writers), -1);
+    uint64_t last = 0;
     RingMerger::Sinks sinks{[&](const pt_record &record) {
-                                out_of_order += record.timestamp_ns < last;
+                                tally.out_of_order += record.timestamp_ns < last;
                                 last = record.timestamp_ns;
                                 int index;
                                 std::memcpy(&index, record.data, sizeof index);
-                                reordered += index <= next_index[record.tid]; // per writer
-                                next_index[record.tid] = index;
-                                ++delivered;
+                                tally.reordered += index <= tally.last_index[record.tid];
+                                tally.last_index[record.tid] = index;
+                                ++tally.delivered;
                             },
-                            [](SystemEvent &&) {}, [&](const pt_record &) { ++late; }};
+                            [](SystemEvent &&) {}, [&](const pt_record &) { ++tally.late; }};
     std::deque<SystemEvent> system;
     while (writing > 0 || merger.holding()) {
         merger.merge(monotonic_ns(), system, sinks);
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        std::this_thread::sleep_for(pause);
     }
-    for (auto &writer : writers)
-        writer.join();
+    for (auto &thread : threads)
+        thread.join();
     merger.merge(monotonic_ns() + RingMerger::kClockMarginNs, system, sinks);
-    uint64_t lost = 0;
     for (LocalRing *ring : rings)
-        lost += ring->lost();
-    INFO(delivered << " delivered, " << lost << " lost");
-    CHECK(out_of_order == 0);
-    CHECK(reordered == 0);
-    CHECK(late == 0);
-    CHECK(delivered + lost == uint64_t(kWriters) * kRecords);
-    CHECK(delivered > 0);
+        tally.lost += ring->lost();
+    return tally;
+}
+
+} // namespace
+
+// What comes out is in timestamp order, and written = delivered + lost,
+// exactly.
+TEST_CASE("local ring: two writing threads merged while they write: in order, none missing",
+          "[local-ring]")
+{
+    ChunkPool pool(64 * 1024, 64);
+    pool.allow(8); // 256 KiB a writer
+    MergedTally tally =
+        merge_while_writing(pool, 4, 2, 300'000, nullptr, std::chrono::microseconds(200));
+    INFO(tally.delivered << " delivered, " << tally.lost << " lost");
+    CHECK(tally.out_of_order == 0);
+    CHECK(tally.reordered == 0);
+    CHECK(tally.late == 0);
+    CHECK(tally.delivered + tally.lost == 2 * 300'000);
+    CHECK(tally.delivered > 0);
+}
+
+namespace {
+
+// Every record a reader finds in `ring` from its last release on, as the
+// merge reads it (a window at a time, past what the writer took back); the
+// first 4 bytes of each record's data, in the order read.
+std::vector<int> read_indexes(LocalRing &ring)
+{
+    std::vector<int> indexes;
+    uint64_t scanned = ring.released();
+    for (;;) {
+        RecordRing::Readable readable = ring.readable(scanned);
+        while (scanned < readable.end) {
+            RecordRing::Record next = ring.at(scanned);
+            REQUIRE(next.slot != RecordRing::Slot::Busy);
+            if (next.slot == RecordRing::Slot::Committed) {
+                int index;
+                std::memcpy(&index, next.record->data, sizeof index);
+                indexes.push_back(index);
+            }
+            scanned += next.size;
+        }
+        ring.release(scanned);
+        if (!readable.more)
+            return indexes;
+    }
+}
+
+bool write_indexed(LocalRing &ring, int index, const LocalRing::Overwriting *overwriting)
+{
+    pt_record *record = ring.reserve(sizeof index, overwriting);
+    if (!record)
+        return false;
+    record->timestamp_ns = monotonic_ns();
+    record->data_len = sizeof index;
+    std::memcpy(record->data, &index, sizeof index);
+    ring.commit(record);
+    return true;
+}
+
+} // namespace
+
+// POSIX_TRACE_LOOP in a lane: with no chunk left in the pool, the writer
+// takes back its oldest chunk nobody claimed, so the newest records stay,
+// and every record is read or counted overwritten. The memory stays the
+// pool's: no chunk is made past what it allows, none is lost to it.
+TEST_CASE("local ring: a ring that overwrites keeps its newest records, the oldest counted",
+          "[local-ring]")
+{
+    SmallPool pool(3);
+    LocalRing ring(pool, 64);
+    std::atomic<uint64_t> overwritten{0};
+    LocalRing::Overwriting overwriting{UINT64_MAX, &overwritten}; // when the pool has none
+    int next = 0;
+    for (int round = 0; round < 5; ++round) {
+        int first = next;
+        overwritten = 0;
+        for (int i = 0; i < 1000; ++i)
+            REQUIRE(write_indexed(ring, next++, &overwriting));
+        std::vector<int> indexes = read_indexes(ring);
+        REQUIRE_FALSE(indexes.empty());
+        CHECK(indexes.back() == next - 1);
+        // The newest, in one range; after the first round, behind what is
+        // left of the chunk the reader had claimed part of (not the
+        // writer's to take back).
+        size_t ranges = 1;
+        for (size_t i = 1; i < indexes.size(); ++i) {
+            REQUIRE(indexes[i] > indexes[i - 1]);
+            ranges += indexes[i] != indexes[i - 1] + 1;
+        }
+        CHECK(ranges == (round == 0 ? 1 : 2));
+        if (round > 0)
+            CHECK(indexes.front() == first);
+        CHECK(indexes.size() + overwritten.load() == size_t(next - first));
+        CHECK(overwritten.load() > 0);
+        CHECK(ring.lost() == 0);
+        CHECK(pool.made() == 3);
+        CHECK(pool.taken() <= 1); // the chunk written last stays the ring's
+    }
+    // Without a reader the ring takes back chunks until its table has no
+    // entry left: then it drops the newest, counted, as any full ring.
+    int written = 0;
+    while (write_indexed(ring, next++, &overwriting))
+        ++written;
+    CHECK(written > 50 * 4096 / 60);
+    CHECK(ring.lost() == 1);
+    std::vector<int> indexes = read_indexes(ring);
+    REQUIRE_FALSE(indexes.empty());
+    CHECK(indexes.back() == next - 2);
+}
+
+// The writers take chunks back while the merge reads their rings (behind
+// them on purpose): what the merge claimed it keeps, what comes out is in
+// order and ends with each writer's newest, and written = delivered +
+// overwritten + lost, exactly.
+TEST_CASE("local ring: overwriting writers merged while they write: in order, all counted",
+          "[local-ring]")
+{
+    ChunkPool pool(64 * 1024, 64);
+    pool.allow(16);
+    std::atomic<uint64_t> overwritten{0};
+    LocalRing::Overwriting overwriting{4 * 64 * 1024, &overwritten};
+    MergedTally tally =
+        merge_while_writing(pool, 8192, 2, 300'000, &overwriting, std::chrono::milliseconds(2));
+    INFO(tally.delivered << " delivered, " << overwritten.load() << " overwritten, " << tally.lost
+                         << " lost");
+    CHECK(tally.out_of_order == 0);
+    CHECK(tally.reordered == 0);
+    CHECK(tally.late == 0);
+    CHECK(tally.delivered + overwritten.load() + tally.lost == 2 * 300'000);
+    CHECK(overwritten.load() > 0);
+    CHECK(tally.last_index == std::vector<int>(2, 300'000 - 1));
+    CHECK(pool.made() <= 16);
+}
+
+// A writer that overwrites once it holds its share leaves the pool's other
+// chunks to the other rings, however long it writes.
+TEST_CASE("local ring: a ring that overwrites past its share leaves the pool to others",
+          "[local-ring]")
+{
+    SmallPool pool(8);
+    LocalRing busy(pool, 512), other(pool, 64); // room in its table for what it writes
+    std::atomic<uint64_t> overwritten{0};
+    LocalRing::Overwriting overwriting{2 * 4096, &overwritten};
+    for (int i = 0; i < 10'000; ++i)
+        REQUIRE(write_indexed(busy, i, &overwriting));
+    CHECK(pool.taken() == 2); // its share, the chunk it writes among them
+    CHECK(overwritten.load() > 0);
+    int written = 0;
+    while (write_indexed(other, written, nullptr))
+        ++written;
+    CHECK(written == 6 * (4096 / 64)); // 64-byte records
+    std::vector<int> indexes = read_indexes(busy);
+    REQUIRE_FALSE(indexes.empty());
+    CHECK(indexes.back() == 9'999);
+    CHECK(indexes.size() + overwritten.load() == 10'000);
 }

@@ -1,6 +1,7 @@
 // Recording: the two stream full policies (POSIX_TRACE_LOOP,
 // POSIX_TRACE_UNTIL_FULL) and the loss accounting under load. Every test
 // traces this process into a stream of its own.
+#include "lanes_support.hpp"
 #include "recording_support.hpp"
 
 #include <posix_trace/events.h>
@@ -403,7 +404,13 @@ TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recor
     }
     INFO("read " << read << " + " << system_read << " system, lost " << lost << " (in the kernel "
                  << kernel_lost << ")");
-    CHECK(kernel_lost > 0);
+    // The lanes (unless the uprobe path is forced) never fill under this
+    // stream's POSIX_TRACE_LOOP: they make room by their oldest records, a
+    // loss of the stream's.
+    if (lanes_support::uprobe_path_forced())
+        CHECK(kernel_lost > 0);
+    else
+        CHECK(lost > kernel_lost);
     CHECK(read > 0);
     // Every event generated is read or counted lost: the user events, and the
     // start and stop events (the small LOOP stream may overwrite the start).

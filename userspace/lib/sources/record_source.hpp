@@ -15,12 +15,14 @@ struct SourceLosses {
     uint64_t ring_full = 0;           // no room in a ring
     uint64_t unreported_switches = 0; // switches a thread report could not carry
     uint64_t refused_while_full = 0;  // refused while UNTIL_FULL had stopped the stream
+    uint64_t overwritten = 0;         // taken back from a ring to make room (LOOP)
 
     SourceLosses &operator+=(const SourceLosses &other)
     {
         ring_full += other.ring_full;
         unreported_switches += other.unreported_switches;
         refused_while_full += other.refused_while_full;
+        overwritten += other.overwritten;
         return *this;
     }
 };

@@ -44,9 +44,11 @@ uint64_t LossLedger::take_owed()
 SourceLosses LossLedger::fresh_transport(const SourceLosses &counted)
 {
     SourceLosses fresh{counted.ring_full - transport_seen_.ring_full,
-                       counted.unreported_switches - transport_seen_.unreported_switches, 0};
+                       counted.unreported_switches - transport_seen_.unreported_switches, 0,
+                       counted.overwritten - transport_seen_.overwritten};
     transport_seen_.ring_full = counted.ring_full;
     transport_seen_.unreported_switches = counted.unreported_switches;
+    transport_seen_.overwritten = counted.overwritten;
     return fresh;
 }
 

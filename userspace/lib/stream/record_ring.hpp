@@ -31,6 +31,23 @@ public:
     uint64_t producer() const { return __atomic_load_n(producer_pos_, __ATOMIC_ACQUIRE); }
     // The consumer position published so far.
     uint64_t released() const { return released_; }
+    // What the merge may read from `scanned` on: up to the producer
+    // position, but for a ring whose writer takes back records not read yet
+    // (LocalRing under POSIX_TRACE_LOOP). That one lets the merge claim a
+    // window at a time (`more`: there is more past `end` for the next
+    // call), and moves `scanned` past what its writer took back. Nothing at
+    // or past `end` is looked at until the next call.
+    struct Readable {
+        uint64_t end;
+        bool more = false;
+        // What the writer takes back lies past the latest claim, so it was
+        // reserved after it. `claimed`: this call claimed what was reserved
+        // until now; `taken_back`: the writer had taken records back since
+        // the claim before.
+        bool claimed = true;
+        bool taken_back = false;
+    };
+    virtual Readable readable(uint64_t & /*scanned*/) { return {producer()}; }
 
     enum class Slot { Committed, Discarded, Busy };
     struct Record {
@@ -38,7 +55,7 @@ public:
         const pt_record *record; // when Committed
         uint64_t size;           // bytes to the next record
     };
-    // What is at `position`, which must be below producer().
+    // What is at `position`, which must be below readable().end.
     Record at(uint64_t position) const
     {
         const uint8_t *header = address_of(position);

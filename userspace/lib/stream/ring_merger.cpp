@@ -25,6 +25,8 @@ void RingMerger::add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns)
     if (!window.reader->mapped())
         return;
     window.scanned = window.reader->released();
+    window.readable = window.scanned;
+    window.claimed_ns = now_ns;
     window.observations.push_back({window.scanned, now_ns});
 }
 
@@ -58,17 +60,30 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
     if (producer == window.scanned && seen.size() == 1) {
         // All read, nothing new (an idle thread's lane): this look bounds it.
         seen.front() = {producer, now_ns};
+        window.claimed_ns = now_ns; // all of it the reader's
         return now_ns;
     }
+    RecordRing::Readable readable = window.reader->readable(window.scanned);
+    window.readable = readable.end;
+    if (readable.taken_back)
+        window.taken_back_since_ns = std::min(window.taken_back_since_ns, window.claimed_ns);
+    if (readable.claimed)
+        window.claimed_ns = now_ns;
+    // What a look saw is the producer itself, past what the ring lets this
+    // round read (and past a range its writer took back meanwhile): every
+    // record at or past it is reserved after `now_ns`.
+    producer = window.reader->producer();
     if (seen.back().time_ns != now_ns) // one look a pass, however many rounds
         seen.push_back({producer, now_ns});
     read_committed(
-        window, producer,
+        window, readable.end,
         [&](const pt_record *record) {
             insert_sorted(window, {record->timestamp_ns, window.scanned, record});
             window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
         },
         kRecordsReadEachRound);
+    if (readable.more && window.scanned == readable.end)
+        window.behind = true; // the ring lets the next round read on
     // The bound is the time of the latest look whose producer position was
     // at or before the first record not read: that record and every later
     // one were reserved after that look, and stamped after it.
@@ -217,7 +232,7 @@ RingMerger::GivenUp RingMerger::pass_abandoned_records()
 {
     GivenUp given_up;
     for (Window &window : windows_) {
-        if (!window.reader->mapped() || window.scanned >= window.reader->producer())
+        if (!window.reader->mapped() || window.scanned >= window.readable)
             continue;
         RecordRing::Record next = window.reader->at(window.scanned);
         if (next.slot != RecordRing::Slot::Busy || !window.reader->give_up_stalled(window.scanned))
@@ -229,6 +244,20 @@ RingMerger::GivenUp RingMerger::pass_abandoned_records()
         window.scanned += next.size;
     }
     return given_up;
+}
+
+uint64_t RingMerger::taken_back_after_ns() const
+{
+    uint64_t after = UINT64_MAX;
+    for (const Window &window : windows_)
+        after = std::min({after, window.taken_back_since_ns, window.claimed_ns});
+    return after;
+}
+
+void RingMerger::forget_taken_back()
+{
+    for (Window &window : windows_)
+        window.taken_back_since_ns = UINT64_MAX;
 }
 
 bool RingMerger::holding() const
@@ -248,9 +277,17 @@ void RingMerger::discard_all(const RecordSink &sink)
         window.pending.clear();
         window.head = 0;
         // A record still being written is read (and judged) by a later pass.
-        read_committed(
-            window, window.reader->producer(), [&](const pt_record *record) { sink(*record); },
-            SIZE_MAX);
+        // What the writer reserves meanwhile is left to the next pass.
+        if (!window.reader->mapped())
+            continue;
+        uint64_t producer = window.reader->producer();
+        RecordRing::Readable readable{};
+        do {
+            readable = window.reader->readable(window.scanned);
+            window.readable = readable.end;
+            read_committed(
+                window, readable.end, [&](const pt_record *record) { sink(*record); }, SIZE_MAX);
+        } while (readable.more && window.scanned == readable.end && window.scanned < producer);
         release(window);
     }
 }

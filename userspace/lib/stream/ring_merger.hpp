@@ -75,6 +75,12 @@ public:
         uint64_t reserved_by_ns = UINT64_MAX;
     };
     GivenUp pass_abandoned_records();
+    // A time before every record a ring's writer took back since the last
+    // forget_taken_back() (or may take back next): the latest claim on the
+    // ring before it took them (RecordRing::Readable). A loss report stamped
+    // there comes before every record that followed them.
+    uint64_t taken_back_after_ns() const;
+    void forget_taken_back();
     // Records read or reserved and not delivered yet.
     bool holding() const;
     // The last pass left records it had time to read: the next may come at once.
@@ -98,13 +104,16 @@ private:
     struct Window {
         explicit Window(std::unique_ptr<RecordRing> ring) : reader(std::move(ring)) {}
         std::unique_ptr<RecordRing> reader;
-        uint64_t scanned = 0;                 // position of the first record not read
-        std::vector<Pending> pending;         // sorted by timestamp from `head` on
-        size_t head = 0;                      // pending[0, head) are delivered
-        std::deque<Observation> observations; // oldest first
-        uint64_t latest_ns = 0;               // the latest stamp read
-        bool behind = false;                  // the last round stopped before the producer
-        bool in_ring_order = true;            // `pending` is in ring order too (all appended)
+        uint64_t scanned = 0;                      // position of the first record not read
+        uint64_t readable = 0;                     // what the ring let the last scan read up to
+        std::vector<Pending> pending;              // sorted by timestamp from `head` on
+        size_t head = 0;                           // pending[0, head) are delivered
+        std::deque<Observation> observations;      // oldest first
+        uint64_t latest_ns = 0;                    // the latest stamp read
+        uint64_t claimed_ns = 0;                   // when the ring was last claimed
+        uint64_t taken_back_since_ns = UINT64_MAX; // the claim before records taken back
+        bool behind = false;                       // the last round stopped before the producer
+        bool in_ring_order = true;                 // `pending` is in ring order too (all appended)
         bool empty() const { return head == pending.size(); }
         const Pending &front() const { return pending[head]; }
     };

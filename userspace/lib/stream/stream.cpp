@@ -17,6 +17,22 @@
 namespace posixtrace {
 using namespace stream_detail;
 
+namespace {
+
+// The lanes hold what the stream may, and under POSIX_TRACE_LOOP make room
+// as the stream does, by their oldest records: a lane need not hold more
+// than the stream keeps (its records take as many bytes there).
+std::unique_ptr<LaneSource> attach_lanes(const Attributes &attributes, RingMerger &merger)
+{
+    uint64_t kept_bytes =
+        attributes.stream_full_policy == POSIX_TRACE_LOOP ? attributes.stream_size : 0;
+    return LaneSource::attach(lane_budget_for(attributes.stream_size),
+                              uint32_t(attributes.max_data_size), kept_bytes, merger,
+                              monotonic_now());
+}
+
+} // namespace
+
 int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
                    int log_fd)
 {
@@ -80,8 +96,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         // This process's user events come through the lanes or through the
         // probe, never both, never neither.
         if (lanes_wanted && probes_->leave_user_events_of(target, binary)) {
-            lanes = LaneSource::attach(lane_budget_for(attributes.stream_size),
-                                       config.max_data_size, merger_, monotonic_now());
+            lanes = attach_lanes(attributes, merger_);
             if (!lanes)
                 probes_->attach_user_events_everywhere(); // another stream holds the lanes
         }
@@ -151,8 +166,7 @@ bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
                 parked->probes->leaves_user_events() == lanes_wanted;
     if (keep && lanes_wanted) {
         if (parked->probes->leave_user_events_of(target, binary))
-            lanes = LaneSource::attach(lane_budget_for(attributes_.stream_size),
-                                       config.max_data_size, merger_, monotonic_now());
+            lanes = attach_lanes(attributes_, merger_);
         keep = lanes != nullptr;
     }
     if (!keep)

@@ -147,10 +147,16 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
     }
     SourceLosses fresh = ledger_.fresh_transport(counted);
     uint64_t lost = fresh.ring_full + fresh.unreported_switches + skipped;
-    if (!lost)
+    if (fresh.overwritten) { // a lane made room as the stream would have (LOOP)
+        // The records it took were reserved after its latest claim before.
+        looked_ns = std::min(looked_ns, merger_.taken_back_after_ns());
+        merger_.forget_taken_back();
+        ledger_.count_stream_loss(StreamLoss::Overwritten, fresh.overwritten);
+    }
+    if (!lost && !fresh.overwritten)
         return;
     ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
-    queue_loss_events_locked({lost, 0, 0}, report_time_locked(looked_ns));
+    queue_loss_events_locked({lost, fresh.overwritten, 0}, report_time_locked(looked_ns));
 }
 
 // A lane record given up held its ring back from where it was reserved:

@@ -116,9 +116,20 @@ bool interrupted_call_in_progress(pid_t pid, const Lane &lane, uint64_t stack_po
 // (whose CPU time grows with the process's size) too: all are waited for.
 class LaneView final : public RecordRing {
 public:
-    LaneView(Lane &lane, pid_t pid) : lane_(lane), pid_(pid) { view_like(lane.ring); }
+    LaneView(Lane &lane, const LaneControl &control)
+        : lane_(lane), control_(control), pid_(control.pid)
+    {
+        view_like(lane.ring);
+    }
 
     bool in_timestamp_order() const override { return true; }
+    // A window at a time only while its writer may take records back.
+    Readable readable(uint64_t &scanned) override
+    {
+        bool overwriting = control_.overwrite_after_bytes.load(std::memory_order_relaxed) != 0;
+        return lane_.ring.readable_within(scanned, overwriting ? LocalRing::kClaimedAhead
+                                                               : LocalRing::kWhole);
+    }
 
     void release(uint64_t position) override
     {
@@ -169,6 +180,7 @@ private:
 
     static constexpr uint64_t kStalledCpuNs = 10'000'000;
     Lane &lane_;
+    const LaneControl &control_;
     pid_t pid_; // the lanes' process
     uint64_t watched_position_ = UINT64_MAX;
     pid_t watched_owner_ = 0;
@@ -201,7 +213,8 @@ Lane *lanes_listed_after_clock(const LaneControl &control)
 LaneSource::LaneSource(LaneControl &control) : control_(control) {}
 
 std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max_data_size,
-                                               RingMerger &merger, uint64_t now_ns)
+                                               uint64_t loop_kept_bytes, RingMerger &merger,
+                                               uint64_t now_ns)
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
@@ -219,13 +232,18 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     source->reclaim_lanes_of_exited_threads();
     source->lost_before_ = source->lost();
     source->refused_before_ = source->refused_while_full();
+    source->overwritten_before_ = source->overwritten();
     source->listed_after_ns_ = now_ns;
     Lane *head = lanes_listed_after_clock(*control);
     for (Lane *lane = head; lane; lane = lane->next) {
         skip_earlier_records(*lane);
-        merger.add_ring(std::make_unique<LaneView>(*lane, control->pid), now_ns);
+        merger.add_ring(std::make_unique<LaneView>(*lane, *control), now_ns);
     }
     source->adopted_head_ = head;
+    // Once the lanes are skipped: what a writer takes back from here on is
+    // this stream's.
+    control->overwrite_after_bytes.store(
+        loop_kept_bytes ? loop_kept_bytes + 2 * kLaneChunkBytes : 0, std::memory_order_relaxed);
     control->attached.store(1, std::memory_order_release);
     lanes_in_use.store(1, std::memory_order_release);
     return source;
@@ -236,6 +254,7 @@ LaneSource::~LaneSource()
     std::lock_guard lock(attach_mutex);
     control_.state.store(PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
     control_.generation.fetch_add(1, std::memory_order_seq_cst);
+    control_.overwrite_after_bytes.store(0, std::memory_order_relaxed);
     control_.attached.store(0, std::memory_order_release);
     lanes_in_use.store(0, std::memory_order_release);
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
@@ -260,7 +279,7 @@ void LaneSource::join_merge(RingMerger &merger, uint64_t now_ns)
     // after the clock read before it: its records are stamped later.
     Lane *head = lanes_listed_after_clock(control_);
     for (Lane *lane = head; lane != adopted_head_; lane = lane->next)
-        merger.add_ring(std::make_unique<LaneView>(*lane, control_.pid), listed_after_ns_);
+        merger.add_ring(std::make_unique<LaneView>(*lane, control_), listed_after_ns_);
     adopted_head_ = head;
     listed_after_ns_ = now_ns;
 }
@@ -280,7 +299,7 @@ RingMerger::GivenUp LaneSource::look_after(RingMerger &merger, uint64_t now_ns)
 
 SourceLosses LaneSource::losses() const
 {
-    return {lost(), 0, refused_while_full()};
+    return {lost(), 0, refused_while_full(), overwritten()};
 }
 
 size_t LaneSource::reclaim_lanes_of_exited_threads()
@@ -312,6 +331,11 @@ uint64_t LaneSource::lost() const
 {
     return control_.no_lane.load(std::memory_order_relaxed) +
            control_.lost_records.load(std::memory_order_relaxed) - lost_before_;
+}
+
+uint64_t LaneSource::overwritten() const
+{
+    return control_.overwritten_records.load(std::memory_order_relaxed) - overwritten_before_;
 }
 
 uint64_t LaneSource::refused_while_full() const

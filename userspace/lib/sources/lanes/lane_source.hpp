@@ -21,11 +21,16 @@ public:
     // stream holds it or the control could not be mapped. The lanes hold at
     // most `budget_bytes` at once, besides a chunk a thread (what an idle
     // thread keeps), taken as they fill and handed back as the merge reads
-    // them. `now_ns`: CLOCK_MONOTONIC, read before the call; the lanes that
-    // exist are skipped (what they hold belongs to an earlier stream) and
-    // join `merger` now.
+    // them. `loop_kept_bytes` (POSIX_TRACE_LOOP: what the stream keeps; 0
+    // otherwise): a lane with no room, or holding that much besides the
+    // chunk it writes and the one the merge reads, takes back its oldest
+    // chunk the merge has not claimed, the records there counted
+    // overwritten (LocalRing::Overwriting). `now_ns`: CLOCK_MONOTONIC, read before the call;
+    // the lanes that exist are skipped (what they hold belongs to an
+    // earlier stream) and join `merger` now.
     static std::unique_ptr<LaneSource> attach(size_t budget_bytes, uint32_t max_data_size,
-                                              RingMerger &merger, uint64_t now_ns);
+                                              uint64_t loop_kept_bytes, RingMerger &merger,
+                                              uint64_t now_ns);
     explicit LaneSource(LaneControl &control); // see attach()
     ~LaneSource() override;                    // the fast path is free again; the lanes stay
     LaneSource(const LaneSource &) = delete;
@@ -42,7 +47,8 @@ public:
     RingMerger::GivenUp look_after(RingMerger &merger, uint64_t now_ns) override;
     // ring_full: events that found no room (a full lane; no lane: signal
     // handlers nested too deep, no memory for one); and those refused while
-    // POSIX_TRACE_UNTIL_FULL had stopped the stream.
+    // POSIX_TRACE_UNTIL_FULL had stopped the stream; overwritten: records a
+    // lane took back to make room (loop_kept_bytes).
     SourceLosses losses() const override;
 
 private:
@@ -50,12 +56,13 @@ private:
     size_t reclaim_lanes_of_exited_threads();
     uint64_t lost() const;
     uint64_t refused_while_full() const;
+    uint64_t overwritten() const;
 
     LaneControl &control_;
     Lane *adopted_head_ = nullptr; // the newest lane already in the merge
     uint64_t listed_after_ns_ = 0; // the clock read before the list was last read
     size_t budget_chunks_ = 0;     // what the stream allows the lanes, besides a chunk a thread
-    uint64_t lost_before_ = 0, refused_before_ = 0;
+    uint64_t lost_before_ = 0, refused_before_ = 0, overwritten_before_ = 0;
     uint64_t reclaimed_ns_ = 0;      // when exited threads' lanes were last looked for
     size_t owned_ = 0;               // lanes live threads owned, at that look
     uint64_t stalls_checked_ns_ = 0; // when busy records were last looked at

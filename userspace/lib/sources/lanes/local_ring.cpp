@@ -1,5 +1,7 @@
 #include "sources/lanes/local_ring.hpp"
 
+#include <algorithm>
+
 namespace posixtrace {
 namespace {
 
@@ -20,6 +22,11 @@ void mark_discarded(uint32_t *header, uint32_t length)
                      __ATOMIC_RELEASE);
 }
 
+uint64_t round_up(uint64_t position, uint64_t chunk_bytes)
+{
+    return (position + chunk_bytes - 1) & ~(chunk_bytes - 1);
+}
+
 } // namespace
 
 LocalRing::LocalRing(ChunkPool &pool, uint32_t most_chunks)
@@ -33,21 +40,66 @@ LocalRing::LocalRing(ChunkPool &pool, uint32_t most_chunks)
 }
 
 // The writer reached the end of its chunk at `position`: the next chunk,
-// if the ring may hold one more and the pool has one.
-bool LocalRing::start_chunk(uint64_t position)
+// if the ring may hold one more and the pool has one, or, `overwriting`,
+// one of its own taken back.
+bool LocalRing::start_chunk(uint64_t position, const Overwriting *overwriting)
 {
     size_t chunk_bytes = pool_.chunk_bytes();
     // The table's entry for it is free once the chunk there was handed back.
     uint64_t handed_back = __atomic_load_n(&handed_back_, __ATOMIC_ACQUIRE);
     if (position + chunk_bytes - handed_back > uint64_t(most_chunks_) * chunk_bytes)
         return false;
-    uint32_t chunk = pool_.take();
+    uint32_t chunk = ChunkPool::kNone;
+    if (overwriting && position - handed_back >= overwriting->after_bytes)
+        chunk = take_back_oldest_chunk(position, *overwriting->counted);
+    if (chunk == ChunkPool::kNone)
+        chunk = pool_.take();
+    if (chunk == ChunkPool::kNone && overwriting)
+        chunk = take_back_oldest_chunk(position, *overwriting->counted);
     if (chunk == ChunkPool::kNone)
         return false;
     // Published by the producer position's release store, as the records.
     __atomic_store_n(&entry_of(position), chunk, __ATOMIC_RELAXED);
     chunk_end_ = position + chunk_bytes;
     return true;
+}
+
+// The oldest chunk the reader has not claimed, before `position` (the one
+// just closed, if it is the only one: the claimed records are older still,
+// but the reader has them). Its records are counted, and its entry in the
+// table left to the reader, which marks it so that the chunk is not handed
+// back from there (note_taken_back()).
+uint32_t LocalRing::take_back_oldest_chunk(uint64_t position, std::atomic<uint64_t> &counted)
+{
+    size_t chunk_bytes = pool_.chunk_bytes();
+    uint64_t claim = __atomic_load_n(&claim_, __ATOMIC_ACQUIRE);
+    uint64_t from;
+    do {
+        from = round_up(claim, chunk_bytes);
+        if (from + chunk_bytes > position)
+            return ChunkPool::kNone;
+    } while (!__atomic_compare_exchange_n(&claim_, &claim, from + chunk_bytes, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    uint32_t chunk = __atomic_load_n(&entry_of(from), __ATOMIC_RELAXED) & ~kChunkFlags;
+    counted.fetch_add(committed_records_in(chunk), std::memory_order_relaxed);
+    return chunk;
+}
+
+// The writer's own records, all finished (a lane's writer finishes one
+// before it reserves the next), from the start of the chunk to its end.
+uint64_t LocalRing::committed_records_in(uint32_t chunk) const
+{
+    const uint8_t *start = pool_.address(chunk);
+    size_t chunk_bytes = pool_.chunk_bytes();
+    uint64_t committed = 0;
+    for (size_t offset = 0; offset + BPF_RINGBUF_HDR_SZ <= chunk_bytes;) {
+        uint32_t length =
+            __atomic_load_n(reinterpret_cast<const uint32_t *>(start + offset), __ATOMIC_RELAXED);
+        if (!(length & (BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)))
+            ++committed;
+        offset += span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
+    }
+    return committed;
 }
 
 uint64_t LocalRing::close_chunk()
@@ -62,7 +114,7 @@ uint64_t LocalRing::close_chunk()
     return chunk_end_;
 }
 
-pt_record *LocalRing::reserve(uint32_t data_len)
+pt_record *LocalRing::reserve(uint32_t data_len, const Overwriting *overwriting)
 {
     uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
     uint64_t span = span_of(length);
@@ -73,7 +125,7 @@ pt_record *LocalRing::reserve(uint32_t data_len)
     }
     if (position + span > chunk_end_) {
         position = close_chunk();
-        if (!start_chunk(position)) {
+        if (!start_chunk(position, overwriting)) {
             lost_.store(lost_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             return nullptr;
         }
@@ -119,9 +171,70 @@ void LocalRing::release(uint64_t position)
     RecordRing::release(position);
 }
 
+// What was reserved up to `wanted` is the reader's; a range the writer took
+// back first is noted. Returns the new claim. Called with no range noted
+// that the reader has not passed: the ranges noted in one call follow each
+// other (the writer takes back from its own claim on), so they make one.
+uint64_t LocalRing::claim(uint64_t wanted, bool &taken_back)
+{
+    for (;;) {
+        uint64_t seen = claimed_;
+        uint64_t producer = __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE);
+        uint64_t target = std::max(seen, std::min(producer, wanted));
+        if (target == seen && __atomic_load_n(&claim_, __ATOMIC_ACQUIRE) == seen)
+            return seen; // nothing new, nothing taken back
+        if (__atomic_compare_exchange_n(&claim_, &seen, target, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            claimed_ = target;
+            return target;
+        }
+        // The writer took back whole chunks from the first chunk boundary
+        // at or past the last claim (and past the claims it moved since).
+        note_taken_back(round_up(claimed_, pool_.chunk_bytes()), seen);
+        taken_back = true;
+        claimed_ = seen;
+    }
+}
+
+// The chunks of [from, to) are the writer's again, their memory in use
+// elsewhere in the ring: their entries are marked, so that they are not
+// handed back from here. The entries themselves stay until handed_back_
+// passes them (the writer reuses an entry only then).
+void LocalRing::note_taken_back(uint64_t from, uint64_t to)
+{
+    for (uint64_t at = from; at < to; at += pool_.chunk_bytes())
+        __atomic_fetch_or(&entry_of(at), kChunkFlags, __ATOMIC_RELAXED);
+    if (taken_to_ != from || taken_to_ == taken_from_) // not the end of the range noted
+        taken_from_ = from;
+    taken_to_ = to;
+}
+
+void LocalRing::pass_taken_back(uint64_t &scanned)
+{
+    if (taken_to_ == taken_from_ || scanned < taken_from_)
+        return;
+    scanned = std::max(scanned, taken_to_);
+    taken_from_ = taken_to_ = 0;
+}
+
+RecordRing::Readable LocalRing::readable_within(uint64_t &scanned, uint64_t ahead)
+{
+    pass_taken_back(scanned);
+    if (taken_to_ != taken_from_) // the reader has not reached it: no claim
+        return {taken_from_, true, false};
+    bool taken_back = false;
+    uint64_t end = claim(scanned + std::min(ahead, UINT64_MAX - scanned), taken_back);
+    if (taken_to_ != taken_from_ && scanned < taken_from_)
+        return {taken_from_, true, true, taken_back}; // up to the range taken back, first
+    pass_taken_back(scanned);
+    return {end, end < __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE), true, taken_back};
+}
+
 void LocalRing::skip_unread(bool writer_gone)
 {
-    uint64_t producer = __atomic_load_n(&producer_pos_, __ATOMIC_ACQUIRE);
+    bool taken_back = false;
+    uint64_t producer = claim(UINT64_MAX, taken_back);
+    taken_from_ = taken_to_ = 0;
     // Unless nobody can write it, the chunk of the last record stays: its
     // writer may still be at it.
     hand_back_chunks_before(writer_gone || producer == 0 ? producer : producer - 1);

@@ -22,15 +22,29 @@ namespace posixtrace {
 // child of fork finds the chunks zeroed, its own (ForkWipedMemory): a write
 // the fork interrupted ends there, and a child never corrupts the parent's
 // stream.
+// A writer with no chunk left may take back its oldest chunk that the reader
+// has not claimed (POSIX_TRACE_LOOP keeps the newest): both move one
+// position, the claim, with a compare-and-swap, so a chunk is either the
+// reader's, claimed, or the writer's to take back, never both.
 class LocalRing final : public RecordRing {
 public:
     // `most_chunks`: a power of two, the most chunks the ring holds at once.
     LocalRing(ChunkPool &pool, uint32_t most_chunks);
 
+    // How a writer makes room by taking back its oldest chunk the reader has
+    // not claimed (POSIX_TRACE_LOOP keeps the newest): when the pool has no
+    // chunk for it, and first of all once the ring holds `after_bytes`, so
+    // that one busy writer does not keep the pool from the others. The
+    // records taken back are added to `counted`.
+    struct Overwriting {
+        uint64_t after_bytes;
+        std::atomic<uint64_t> *counted;
+    };
     // The writer's side. A record with room for `data_len` bytes of data,
     // busy until commit(); nullptr, counted in lost(), when the ring has no
-    // room for it (the pool has no chunk for it). Async-signal-safe.
-    pt_record *reserve(uint32_t data_len);
+    // room for it (the pool has no chunk for it, and, `overwriting` given,
+    // it has none to take back). Async-signal-safe.
+    pt_record *reserve(uint32_t data_len, const Overwriting *overwriting = nullptr);
     void commit(pt_record *record);
     // Gives up a reserved record: the reader skips it.
     void discard(pt_record *record);
@@ -47,6 +61,18 @@ public:
 
     // The reader's side, besides RecordRing.
     bool in_timestamp_order() const override { return true; }
+    // A window of `ahead` bytes at a time, claimed: the writer takes back
+    // only what lies past it. A ring whose writer takes nothing back is
+    // read whole: kWhole.
+    Readable readable_within(uint64_t &scanned, uint64_t ahead);
+    static constexpr uint64_t kWhole = UINT64_MAX;
+    // About what a round of the merge reads (kRecordsReadEachRound records
+    // of a few dozen bytes): a chunk.
+    static constexpr uint64_t kClaimedAhead = 64 * 1024;
+    Readable readable(uint64_t &scanned) override
+    {
+        return readable_within(scanned, kClaimedAhead);
+    }
     // Gives the producer back the space before `position`, and the pool the
     // chunks wholly before it.
     void release(uint64_t position) override;
@@ -76,7 +102,12 @@ private:
     {
         return table()[(position / pool_.chunk_bytes()) & (most_chunks_ - 1)];
     }
-    bool start_chunk(uint64_t position);
+    bool start_chunk(uint64_t position, const Overwriting *overwriting);
+    uint32_t take_back_oldest_chunk(uint64_t position, std::atomic<uint64_t> &counted);
+    uint64_t committed_records_in(uint32_t chunk) const;
+    uint64_t claim(uint64_t wanted, bool &taken_back);
+    void note_taken_back(uint64_t from, uint64_t to);
+    void pass_taken_back(uint64_t &scanned);
     bool discard_if_busy(uint64_t position);
 
     ChunkPool &pool_;
@@ -91,6 +122,14 @@ private:
     // Written by the reader, read by the writer: the chunks before it are
     // the pool's, and their entries in the table free.
     uint64_t handed_back_ = 0;
+    // Below it, the reader's; whole chunks at or past it, the writer's to
+    // take back. Moved by both, with compare-and-swap.
+    uint64_t claim_ = 0;
+    // The reader's: the claim it last made, and the range the writer took
+    // back since, which it has not passed yet (one at a time: the reader
+    // claims no more until it has).
+    uint64_t claimed_ = 0;
+    uint64_t taken_from_ = 0, taken_to_ = 0;
     std::atomic<uint64_t> lost_{0};     // written by the writer alone
     std::atomic<uint64_t> given_up_{0}; // by the writer's thread and the reader
 };
