@@ -201,6 +201,21 @@ void skip_earlier_records(Lane &lane)
     lane.owner.store(0, std::memory_order_release);
 }
 
+// What a lane of a LOOP stream holds before it takes back its own oldest
+// chunk rather than one of the pool's: no more than the stream keeps (its
+// records take as many bytes there), and no more than a quarter of the
+// lanes' budget, so that four threads bursting at once each keep their
+// share of the pool; besides the chunk it writes and the one the merge
+// reads. More only makes the drain deliver, under the lock a reader on
+// getnext waits for, records that the stream overwrites before the reader
+// gets them. 0: never (not LOOP).
+uint64_t overwrite_after(uint64_t loop_kept_bytes, size_t budget_bytes)
+{
+    if (!loop_kept_bytes)
+        return 0;
+    return std::min<uint64_t>(loop_kept_bytes, budget_bytes / 4) + 2 * kLaneChunkBytes;
+}
+
 // The lanes' list is read after the clock: see adopt_new_lanes().
 Lane *lanes_listed_after_clock(const LaneControl &control)
 {
@@ -242,8 +257,8 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     source->adopted_head_ = head;
     // Once the lanes are skipped: what a writer takes back from here on is
     // this stream's.
-    control->overwrite_after_bytes.store(
-        loop_kept_bytes ? loop_kept_bytes + 2 * kLaneChunkBytes : 0, std::memory_order_relaxed);
+    control->overwrite_after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
+                                         std::memory_order_relaxed);
     control->attached.store(1, std::memory_order_release);
     lanes_in_use.store(1, std::memory_order_release);
     return source;
