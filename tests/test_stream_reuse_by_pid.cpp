@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,6 +78,15 @@ std::vector<std::string> recorded(StreamGuard &stream)
         seen.push_back(std::to_string(event.info.posix_pid) + ":" + name);
     }
     return seen;
+}
+
+// The pid the namespace's last fork took, as the kernel lets root set it.
+void set_last_pid(pid_t pid)
+{
+    std::ofstream last("/proc/sys/kernel/ns_last_pid");
+    last << pid;
+    last.flush();
+    REQUIRE(last.good());
 }
 
 std::string start_id()
@@ -149,6 +160,42 @@ TEST_CASE("reuse by pid: the probes of a stream of another process record nothin
         CHECK(recorded(stream) == std::vector<std::string>{start_id(), of(first, "repeat.event"),
                                                            of(first, "repeat:fire"), stop_id()});
     }
+}
+
+// The probes of a process that exited are not kept, even for a process that
+// has its pid by the next stream: the kernel bound them to the process that
+// exited, so they would fire for no one.
+TEST_CASE("reuse by pid: the probes of a process that exited are not kept for one with its pid",
+          "[reuse]")
+{
+    start_with_no_program_held();
+    std::optional<Emitter> first;
+    first.emplace();
+    pid_t pid = first->pid();
+    size_t links_of_first = 0;
+    {
+        StreamGuard stream = started_on(pid, false);
+        links_of_first = bpf_links_held();
+        first->round();
+        CHECK(recorded(stream) ==
+              std::vector<std::string>{start_id(), of(*first, "repeat.event"), stop_id()});
+    }
+    first.reset(); // killed and waited for: its pid is free
+    std::optional<Emitter> second;
+    for (int attempt = 0; attempt < 20 && (!second || second->pid() != pid); ++attempt) {
+        second.reset();
+        set_last_pid(pid - 1); // the next fork of the namespace takes `pid`
+        second.emplace();
+    }
+    REQUIRE(second->pid() == pid);
+    StreamGuard stream = started_on(pid, false);
+    // The second process's own probes are attached, besides the first's,
+    // retired and not detached yet.
+    CHECK(bpf_links_held() > links_of_first);
+    second->round();
+    second->round();
+    CHECK(recorded(stream) == std::vector<std::string>{start_id(), of(*second, "repeat.event"),
+                                                       of(*second, "repeat.event"), stop_id()});
 }
 
 TEST_CASE("reuse by pid: a process's probes the user attached are not kept for its next stream",
