@@ -195,7 +195,7 @@ inline Synthetic synthetic(trace_event_id_t id, std::string name, uint64_t ns, p
 
 inline trace_event_id_t td_id(td_event_e event)
 {
-    return POSIX_TRACE_TD_EVENT_FIRST + event - 1;
+    return POSIX_TRACE_TD_EVENT_ID(event);
 }
 
 inline std::vector<unsigned char> td_data(pid_t tid, const char *comm, uint64_t value = 0,

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 #include <trace.h>
 
 #include "stages/cut_offs.hpp"
@@ -30,7 +31,7 @@ pt_record record_of(uint32_t id, uint64_t stamp = 0, uint16_t cpu = 0, uint32_t 
 
 uint32_t td_event(uint32_t td)
 {
-    return POSIX_TRACE_TD_EVENT_FIRST + td - 1;
+    return POSIX_TRACE_TD_EVENT_ID(td);
 }
 
 } // namespace

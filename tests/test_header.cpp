@@ -3,6 +3,7 @@
 // the names CONTRACT section 3 gives them.
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 #include <trace.h>
 
 #include <set>
@@ -76,4 +77,15 @@ TEST_CASE("thread event types 16 to 29 are td_ready ... td_timeout", "[header][t
         CHECK(std::string(name) == names[i]);
     }
     CHECK(POSIX_TRACE_TD_EVENT_FIRST == 16);
+}
+
+TEST_CASE("POSIX_TRACE_TD_EVENT_ID and _OF turn TD events into ids and back", "[header]")
+{
+    for (int n = TD_MIN_EVENT_NUM; n <= TD_MAX_EVENT_NUM; ++n) {
+        CAPTURE(n);
+        CHECK(POSIX_TRACE_TD_EVENT_ID(n) == trace_event_id_t(15 + n));
+        CHECK(POSIX_TRACE_TD_EVENT_OF(POSIX_TRACE_TD_EVENT_ID(n)) == td_event_e(n));
+    }
+    for (trace_event_id_t id : {0u, 15u, 30u, 31u, 32u, 2048u, UINT32_MAX})
+        CHECK(POSIX_TRACE_TD_EVENT_OF(id) == TD_ALL_EVENTS);
 }

@@ -176,7 +176,7 @@ TEST_CASE("report: past its limits the timeline aggregates, and says so", "[repo
     for (uint64_t i = 0; i < 1000; ++i) { // 1000 switches in and out, 1 us apart
         bool in = i % 2 == 0;
         td.value = in ? 0 : 1;
-        feed(POSIX_TRACE_TD_EVENT_FIRST + (in ? TD_SWITCHTO : TD_SWITCHFROM) - 1,
+        feed(POSIX_TRACE_TD_EVENT_ID(in ? TD_SWITCHTO : TD_SWITCHFROM),
              in ? switch_name : "td_switchfrom", 1'000'000'000 + i * 1000, &td, sizeof td);
         int number = int(i);
         feed(POSIX_TRACE_USER_EVENT_FIRST, user_name, 1'000'000'000 + i * 1000 + 500, &number,
@@ -214,7 +214,7 @@ TEST_CASE("report: names that spell HTML stay text in the page", "[report][secur
     td_event_data td{};
     td.tid = 100;
     std::memcpy(td.name, thread_name, sizeof thread_name);
-    info.posix_event_id = POSIX_TRACE_TD_EVENT_FIRST + TD_SWITCHTO - 1;
+    info.posix_event_id = POSIX_TRACE_TD_EVENT_ID(TD_SWITCHTO);
     const std::string switch_name = "td_switchto";
     timeline.add(
         LoggedEvent{info, switch_name, reinterpret_cast<const unsigned char *>(&td), sizeof td});

@@ -131,7 +131,7 @@ TEST_CASE("reuse: the filter of the stream before and the programs it detached d
         if (!is_thread_event(event.info.posix_event_id) || event.data.size() != sizeof data)
             continue;
         std::memcpy(&data, event.data.data(), sizeof data);
-        unsigned td_event = event.info.posix_event_id - POSIX_TRACE_TD_EVENT_FIRST + 1;
+        unsigned td_event = POSIX_TRACE_TD_EVENT_OF(event.info.posix_event_id);
         creation_seen |= td_event == TD_CREATE && pid_t(data.value) == created;
         switch_seen |= td_event == TD_SWITCHTO && data.tid == created; // a detached program's
     }

@@ -26,7 +26,7 @@ namespace {
 
 constexpr trace_event_id_t td_event_id(td_event_e event)
 {
-    return POSIX_TRACE_TD_EVENT_FIRST + event - 1;
+    return POSIX_TRACE_TD_EVENT_ID(event);
 }
 
 // Reads every event the stream has, handing each to `visit` with its data

@@ -99,9 +99,9 @@ inline std::vector<TdEvent> thread_events(trace_id_t trid, Losses *losses = null
         if (!is_thread_event(e.info.posix_event_id))
             continue;
         losses->place(e.info.posix_tid,
-                      e.info.posix_event_id == POSIX_TRACE_TD_EVENT_FIRST + TD_SWITCHFROM - 1);
+                      e.info.posix_event_id == POSIX_TRACE_TD_EVENT_ID(TD_SWITCHFROM));
         REQUIRE(e.data.size() == sizeof(td_event_data));
-        TdEvent td{td_event_e(e.info.posix_event_id - POSIX_TRACE_TD_EVENT_FIRST + 1), {}};
+        TdEvent td{POSIX_TRACE_TD_EVENT_OF(e.info.posix_event_id), {}};
         std::memcpy(&td.data, e.data.data(), sizeof td.data);
         CHECK(td.data.tid == e.info.posix_tid);
         events.push_back(td);

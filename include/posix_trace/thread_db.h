@@ -9,6 +9,7 @@
 #ifndef POSIXTRACE_THREAD_DB_H
 #define POSIXTRACE_THREAD_DB_H
 
+#include <posix_trace/events.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <trace.h>
@@ -135,6 +136,15 @@ typedef enum {
     TD_EVENTS_ENABLE = 31
 } td_event_e;
 typedef td_event_e td_thr_events_e; /* the seed's name */
+
+/* The trace event type id of TD event `n` (TD_READY .. TD_TIMEOUT), and the TD
+ * event a trace event type id is: TD_ALL_EVENTS (0) when it is none. */
+#define POSIX_TRACE_TD_EVENT_ID(n) ((trace_event_id_t)(POSIX_TRACE_TD_EVENT_FIRST + (n) - 1u))
+#define POSIX_TRACE_TD_EVENT_OF(id)                                                        \
+    ((td_event_e)((id) >= POSIX_TRACE_TD_EVENT_FIRST &&                                    \
+                          (id) < POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT   \
+                      ? (id) - POSIX_TRACE_TD_EVENT_FIRST + 1u                             \
+                      : 0u))
 
 /* The data of every td_* trace event: 48 bytes, little-endian. */
 struct td_event_data {

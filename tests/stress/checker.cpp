@@ -19,7 +19,7 @@ bool filtered(const trace_event_set_t &set, trace_event_id_t id)
 
 constexpr trace_event_id_t td_id(td_event_e event)
 {
-    return POSIX_TRACE_TD_EVENT_FIRST + event - 1;
+    return POSIX_TRACE_TD_EVENT_ID(event);
 }
 
 } // namespace

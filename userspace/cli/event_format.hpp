@@ -29,10 +29,10 @@ std::string format_json_data_fields(const posix_trace_event_info &info, const un
 // The TD_* event a trace event type id is (ids 16 .. 29), if it is one.
 inline std::optional<td_event_e> thread_event_of(trace_event_id_t id)
 {
-    if (id < POSIX_TRACE_TD_EVENT_FIRST ||
-        id >= POSIX_TRACE_TD_EVENT_FIRST + POSIX_TRACE_TD_EVENT_COUNT)
+    td_event_e event = POSIX_TRACE_TD_EVENT_OF(id);
+    if (event == TD_ALL_EVENTS)
         return std::nullopt;
-    return td_event_e(id - POSIX_TRACE_TD_EVENT_FIRST + TD_MIN_EVENT_NUM);
+    return event;
 }
 
 } // namespace posixtrace::cli

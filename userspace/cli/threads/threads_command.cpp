@@ -63,7 +63,7 @@ void keep_only_view_events(trace_id_t trid)
     posix_trace_eventset_del(POSIX_TRACE_OVERFLOW, &filtered);
     posix_trace_eventset_del(POSIX_TRACE_RESUME, &filtered);
     for (td_event_e event : kViewEvents)
-        posix_trace_eventset_del(POSIX_TRACE_TD_EVENT_FIRST + event - 1, &filtered);
+        posix_trace_eventset_del(POSIX_TRACE_TD_EVENT_ID(event), &filtered);
     if (int err = posix_trace_set_filter(trid, &filtered, POSIX_TRACE_SET_EVENTSET))
         fail(std::string("cannot select the thread events: ") + std::strerror(err));
 }

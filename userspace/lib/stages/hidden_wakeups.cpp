@@ -1,12 +1,13 @@
 #include "stages/hidden_wakeups.hpp"
 
 #include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 
 namespace posixtrace {
 
 void HiddenWakeups::track(const pt_record &record, const pt_td_data &about)
 {
-    uint32_t td = record.event_id - POSIX_TRACE_TD_EVENT_FIRST + 1;
+    uint32_t td = POSIX_TRACE_TD_EVENT_OF(record.event_id);
     if (td == PT_TD_SLEEP)
         asleep_since_[about.tid] = record.timestamp_ns;
     else if (td == PT_TD_READY || td == PT_TD_SWITCHTO || td == PT_TD_DEATH)

@@ -1,5 +1,7 @@
 #include "stages/library_thread_filter.hpp"
 
+#include <posix_trace/thread_db.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -21,7 +23,7 @@ bool LibraryThreadFilter::hides(const pt_record &record, const uint8_t *data, Re
     if (about.tid != pid_t(record.tid) &&
         threads_.hides(pid_t(record.tid), record.timestamp_ns, nullptr))
         return true;
-    if (record.event_id == POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CREATE - 1)
+    if (record.event_id == POSIX_TRACE_TD_EVENT_ID(PT_TD_CREATE))
         return threads_.hides(pid_t(about.value), record.timestamp_ns, nullptr);
     return false;
 }
@@ -29,7 +31,7 @@ bool LibraryThreadFilter::hides(const pt_record &record, const uint8_t *data, Re
 std::optional<pt_td_data> LibraryThreadFilter::corrected_concurrency(const pt_record &record,
                                                                      const uint8_t *data) const
 {
-    if (record.event_id != POSIX_TRACE_TD_EVENT_FIRST + PT_TD_CONCURRENCY - 1 ||
+    if (record.event_id != POSIX_TRACE_TD_EVENT_ID(PT_TD_CONCURRENCY) ||
         pid_t(record.pid) != creator_ || record.data_len != sizeof(pt_td_data))
         return std::nullopt;
     pt_td_data counted;

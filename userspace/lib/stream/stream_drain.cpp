@@ -2,6 +2,7 @@
 // what the kernel lost, follows the traced processes, and delivers.
 #include "stream/stream.hpp"
 
+#include <posix_trace/thread_db.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -222,7 +223,7 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     else if (library_threads_.hides(record, data, kind))
         return;
     else if (kind == RecordKind::ThreadEvent && thread_agents_.count(pid_t(record.pid)))
-        td_report(record.event_id - POSIX_TRACE_TD_EVENT_FIRST + 1);
+        td_report(POSIX_TRACE_TD_EVENT_OF(record.event_id));
     if (record.flags & PT_RECORD_NOTICE_ONLY)
         return;
     switch (cut_offs_.of(record.timestamp_ns)) {
@@ -273,8 +274,8 @@ void Stream::deliver_thread_event_locked(const pt_record &record, const uint8_t 
     // Sleeps and wakeups are tracked only where both are recorded for
     // every thread, and not for a process whose thread agent is told.
     if (record.data_len == sizeof(pt_td_data) &&
-        !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + PT_TD_SLEEP - 1) &&
-        !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + PT_TD_READY - 1) &&
+        !filtered_locked(POSIX_TRACE_TD_EVENT_ID(PT_TD_SLEEP)) &&
+        !filtered_locked(POSIX_TRACE_TD_EVENT_ID(PT_TD_READY)) &&
         !thread_agents_.count(pid_t(record.pid))) {
         pt_td_data about;
         std::memcpy(&about, data, sizeof about);
