@@ -55,6 +55,40 @@ collect() { # label, command... (prints "NS [NOTES]"; anything else is a failed 
     printf "| %-58s | %10.2f | %-28s |\n" "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
 }
 
+# Like collect, for two cases run one after the other, $runs times: the
+# trap's cost drifts on some hosts from run to run, and alternating moves both
+# cases alike. Commands are strings (eval). Prints both rows, the second with
+# the ratio of the medians.
+collect_pair() { # label-a command-a label-b command-b
+    local label_a=$1 command_a=$2 label_b=$3 command_b=$4
+    local costs_a=() costs_b=() extra_a="" extra_b="" failure="" line
+    for _ in $(seq "$runs"); do
+        for side in a b; do
+            if [ $side = a ]; then line=$(eval "$command_a" | grep . | tail -n 1)
+            else line=$(eval "$command_b" | grep . | tail -n 1); fi
+            if [[ ! $line =~ ^[0-9.]+( |$) ]]; then
+                failure="${line:-no output}"
+                continue
+            fi
+            if [ $side = a ]; then
+                costs_a+=("$(echo "$line" | awk '{print $1}')"); extra_a=$(echo "$line" | cut -s -d' ' -f2-)
+            else
+                costs_b+=("$(echo "$line" | awk '{print $1}')"); extra_b=$(echo "$line" | cut -s -d' ' -f2-)
+            fi
+        done
+    done
+    if [ -n "$failure" ]; then
+        printf "| %-58s | %10s | %-28s |\n" "$label_a / $label_b" "-" "a run failed: $failure"
+        return
+    fi
+    local median_a median_b
+    median_a=$(printf '%s\n' "${costs_a[@]}" | median)
+    median_b=$(printf '%s\n' "${costs_b[@]}" | median)
+    printf "| %-58s | %10.2f | %-28s |\n" "$label_a" "$median_a" "$extra_a"
+    printf "| %-58s | %10.2f | %-28s |\n" "$label_b" "$median_b" \
+        "$extra_b, $(awk -v a="$median_a" -v b="$median_b" 'BEGIN { printf "%.2fx", b / a }')"
+}
+
 echo "posix_trace_event() with a 64-byte payload, $events events per run, median of $runs runs"
 echo "machine: $(nproc) CPUs, $(uname -r)"
 echo
@@ -69,14 +103,16 @@ uprobe_path() { POSIXTRACE_USER_EVENTS=kernel "$@"; } # as a stream of another p
 reference() { "$build/bench/usdt_reference" "$1" "$bin" "$lib" "$events" | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["ns_per_event"], "kept=" v["kept"] " lost=" v["lost"]}'; }
 if [ -x "$build/bench/usdt_reference" ]; then
     collect "plain libbpf on the probe: empty program" reference empty
-    collect "plain libbpf: 64 bytes to a ring buffer, consumer thread" reference copy
+    collect_pair "plain libbpf: 64 bytes to a ring buffer, consumer thread" "reference copy" \
+        "posixtrace uprobe path: stream, reader draining, alternated" "uprobe_path stream_line"
 fi
 collect "posixtrace lanes: stream suspended" mode_cost stream-suspended
 collect "posixtrace lanes: event type filtered out" mode_cost stream-filtered
 collect "posixtrace lanes: stream, reader draining with getnext" stream_line
 collect "posixtrace uprobe path: stream suspended (program returns)" uprobe_path mode_cost stream-suspended
 collect "posixtrace uprobe path: event type filtered out in the kernel" uprobe_path mode_cost stream-filtered
-collect "posixtrace uprobe path: stream, reader draining with getnext" uprobe_path stream_line
+[ -x "$build/bench/usdt_reference" ] || # else alternated with the reference above
+    collect "posixtrace uprobe path: stream, reader draining with getnext" uprobe_path stream_line
 if [ -x "$build/bench/bench_lttng" ]; then
     collect "LTTng-UST 2.13: tracepoint not enabled (no session)" \
         bash -c "$build/bench/bench_lttng $events | grep -o 'ns_per_event=[0-9.]*' | cut -d= -f2"
