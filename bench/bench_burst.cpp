@@ -45,7 +45,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Kept {
     uint64_t events = 0;
-    uint64_t lost = 0; // as the overflow events say
+    uint64_t lost = 0;    // as the overflow events say
+    long last_index = -1; // the index the last event's payload starts with
 };
 
 // Reads one event, blocking (`block`: getnext) or not (trygetnext), into
@@ -63,6 +64,8 @@ bool read_one(trace_id_t trid, trace_event_id_t id, bool block, Kept &kept)
         return false;
     if (info.posix_event_id == id) {
         ++kept.events;
+        if (length >= sizeof kept.last_index)
+            std::memcpy(&kept.last_index, data, sizeof kept.last_index);
     } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
         posix_trace_overflow_data overflow;
         std::memcpy(&overflow, data, sizeof overflow);
@@ -151,27 +154,10 @@ int burst_in_loop(trace_event_id_t id, int threads, long total)
     posix_trace_start(trid);
     double ns = emit_burst(id, total, threads);
     posix_trace_stop(trid);
-    Kept kept;
-    long last_index = -1;
-    unsigned char data[256];
-    posix_trace_event_info info;
-    size_t length = 0;
-    int unavailable = 0;
-    while (posix_trace_trygetnext_event(trid, &info, data, sizeof data, &length, &unavailable) ==
-               0 &&
-           !unavailable) {
-        if (info.posix_event_id == id && length >= sizeof last_index) {
-            ++kept.events;
-            std::memcpy(&last_index, data, sizeof last_index);
-        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW) {
-            posix_trace_overflow_data overflow;
-            std::memcpy(&overflow, data, sizeof overflow);
-            kept.lost += overflow.lost;
-        }
-    }
+    Kept kept = read_all(trid, id, false);
     posix_trace_shutdown(trid);
     std::printf("ns_per_event=%.1f kept=%lu lost=%lu newest=%d\n", ns, (unsigned long)kept.events,
-                (unsigned long)kept.lost, last_index == total / threads - 1);
+                (unsigned long)kept.lost, kept.last_index == total / threads - 1);
     return 0;
 }
 

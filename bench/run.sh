@@ -35,24 +35,40 @@ under_bpftrace() {
     rm -f "$out" "$ready" "$printed"
 }
 
-collect() { # label, command... (prints "NS [NOTES]"; anything else is a failed run)
+# One run of a command that prints "NS [NOTES]": appends NS to the array
+# named by $1 and leaves NOTES in `extra`; anything else is a failed run,
+# left in `failure`.
+run_once() { # array-name, command...
+    local -n into=$1; shift
+    local line
+    line=$("$@" | grep . | tail -n 1) # bpftrace prints blank lines on exit
+    if [[ ! $line =~ ^[0-9.]+( |$) ]]; then
+        failure="${line:-no output}"
+        return 1
+    fi
+    into+=("$(echo "$line" | awk '{print $1}')")
+    extra=$(echo "$line" | cut -s -d' ' -f2-)
+}
+
+row() { # label, ns, notes
+    printf "| %-58s | %10.2f | %-28s |\n" "$1" "$2" "$3"
+}
+
+failed_row() { # label, runs failed, runs in all, failure
+    printf "| %-58s | %10s | %-28s |\n" "$1" "-" "$2 of $3 runs failed: $4"
+}
+
+collect() { # label, command...
     local label=$1; shift
-    local costs=() extra="" failure="" line
+    local costs=() extra="" failure=""
     for _ in $(seq "$runs"); do
-        line=$("$@" | grep . | tail -n 1) # bpftrace prints blank lines on exit
-        if [[ ! $line =~ ^[0-9.]+( |$) ]]; then
-            failure="${line:-no output}"
-            continue
-        fi
-        costs+=("$(echo "$line" | awk '{print $1}')")
-        extra=$(echo "$line" | cut -s -d' ' -f2-)
+        run_once costs "$@"
     done
     if [ -n "$failure" ]; then # said, never a figure made of fewer runs
-        printf "| %-58s | %10s | %-28s |\n" "$label" "-" \
-            "$((runs - ${#costs[@]})) of $runs runs failed: $failure"
+        failed_row "$label" "$((runs - ${#costs[@]}))" "$runs" "$failure"
         return
     fi
-    printf "| %-58s | %10.2f | %-28s |\n" "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
+    row "$label" "$(printf '%s\n' "${costs[@]}" | median)" "$extra"
 }
 
 # Like collect, for two cases run one after the other, $runs times: the
@@ -60,33 +76,20 @@ collect() { # label, command... (prints "NS [NOTES]"; anything else is a failed 
 # cases alike. Commands are strings (eval). Prints both rows, the second with
 # the ratio of the medians.
 collect_pair() { # label-a command-a label-b command-b
-    local label_a=$1 command_a=$2 label_b=$3 command_b=$4
-    local costs_a=() costs_b=() extra_a="" extra_b="" failure="" line
+    local costs_a=() costs_b=() extra="" extra_a="" failure=""
     for _ in $(seq "$runs"); do
-        for side in a b; do
-            if [ $side = a ]; then line=$(eval "$command_a" | grep . | tail -n 1)
-            else line=$(eval "$command_b" | grep . | tail -n 1); fi
-            if [[ ! $line =~ ^[0-9.]+( |$) ]]; then
-                failure="${line:-no output}"
-                continue
-            fi
-            if [ $side = a ]; then
-                costs_a+=("$(echo "$line" | awk '{print $1}')"); extra_a=$(echo "$line" | cut -s -d' ' -f2-)
-            else
-                costs_b+=("$(echo "$line" | awk '{print $1}')"); extra_b=$(echo "$line" | cut -s -d' ' -f2-)
-            fi
-        done
+        run_once costs_a eval "$2" && extra_a=$extra
+        run_once costs_b eval "$4"
     done
     if [ -n "$failure" ]; then
-        printf "| %-58s | %10s | %-28s |\n" "$label_a / $label_b" "-" "a run failed: $failure"
+        failed_row "$1 / $3" "$((2 * runs - ${#costs_a[@]} - ${#costs_b[@]}))" "$((2 * runs))" "$failure"
         return
     fi
     local median_a median_b
     median_a=$(printf '%s\n' "${costs_a[@]}" | median)
     median_b=$(printf '%s\n' "${costs_b[@]}" | median)
-    printf "| %-58s | %10.2f | %-28s |\n" "$label_a" "$median_a" "$extra_a"
-    printf "| %-58s | %10.2f | %-28s |\n" "$label_b" "$median_b" \
-        "$extra_b, $(awk -v a="$median_a" -v b="$median_b" 'BEGIN { printf "%.2fx", b / a }')"
+    row "$1" "$median_a" "$extra_a"
+    row "$3" "$median_b" "$extra, $(awk -v a="$median_a" -v b="$median_b" 'BEGIN { printf "%.2fx", b / a }')"
 }
 
 echo "posix_trace_event() with a 64-byte payload, $events events per run, median of $runs runs"

@@ -230,7 +230,7 @@ struct MergedTally {
 // reserve, as the fast path does; the merge runs meanwhile in passes
 // `pause` apart, as the drain thread does.
 MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int writers, int records,
-                                const LocalRing::Overwriting *overwriting,
+                                LocalRing::Overwriting *overwriting,
                                 std::chrono::microseconds pause)
 {
     RingMerger merger;
@@ -330,7 +330,7 @@ std::vector<int> read_indexes(LocalRing &ring)
     }
 }
 
-bool write_indexed(LocalRing &ring, int index, const LocalRing::Overwriting *overwriting)
+bool write_indexed(LocalRing &ring, int index, LocalRing::Overwriting *overwriting)
 {
     pt_record *record = ring.reserve(sizeof index, overwriting);
     if (!record)
@@ -353,8 +353,9 @@ TEST_CASE("local ring: a ring that overwrites keeps its newest records, the olde
 {
     SmallPool pool(3);
     LocalRing ring(pool, 64);
-    std::atomic<uint64_t> overwritten{0};
-    LocalRing::Overwriting overwriting{UINT64_MAX, &overwritten}; // when the pool has none
+    LocalRing::Overwriting overwriting;
+    overwriting.after_bytes = UINT64_MAX; // when the pool has none
+    std::atomic<uint64_t> &overwritten = overwriting.counted;
     int next = 0;
     for (int round = 0; round < 5; ++round) {
         int first = next;
@@ -402,8 +403,9 @@ TEST_CASE("local ring: overwriting writers merged while they write: in order, al
 {
     ChunkPool pool(64 * 1024, 64);
     pool.allow(16);
-    std::atomic<uint64_t> overwritten{0};
-    LocalRing::Overwriting overwriting{4 * 64 * 1024, &overwritten};
+    LocalRing::Overwriting overwriting;
+    overwriting.after_bytes = 4 * 64 * 1024;
+    std::atomic<uint64_t> &overwritten = overwriting.counted;
     MergedTally tally =
         merge_while_writing(pool, 8192, 2, 300'000, &overwriting, std::chrono::milliseconds(2));
     INFO(tally.delivered << " delivered, " << overwritten.load() << " overwritten, " << tally.lost
@@ -424,8 +426,9 @@ TEST_CASE("local ring: a ring that overwrites past its share leaves the pool to 
 {
     SmallPool pool(8);
     LocalRing busy(pool, 512), other(pool, 64); // room in its table for what it writes
-    std::atomic<uint64_t> overwritten{0};
-    LocalRing::Overwriting overwriting{2 * 4096, &overwritten};
+    LocalRing::Overwriting overwriting;
+    overwriting.after_bytes = 2 * 4096;
+    std::atomic<uint64_t> &overwritten = overwriting.counted;
     for (int i = 0; i < 10'000; ++i)
         REQUIRE(write_indexed(busy, i, &overwriting));
     CHECK(pool.taken() == 2); // its share, the chunk it writes among them

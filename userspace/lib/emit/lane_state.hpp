@@ -38,11 +38,9 @@ struct LaneControl {
     // whatever the number of lanes (each lane counts its own too).
     std::atomic<uint64_t> lost_records{0};
     std::atomic<uint64_t> refused_full{0};
-    // POSIX_TRACE_LOOP: a lane with no room, or holding this many bytes,
-    // takes back its oldest chunk the merge has not claimed (0: never), and
-    // counts the records there here.
-    std::atomic<uint64_t> overwrite_after_bytes{0};
-    std::atomic<uint64_t> overwritten_records{0};
+    // POSIX_TRACE_LOOP: how every lane takes back its oldest chunk the merge
+    // has not claimed, and the records it took back.
+    LocalRing::Overwriting overwriting;
     // The lanes' memory: what the attached stream allows, and a chunk for
     // each lane (an idle thread's lane holds one).
     ChunkPool chunks{kLaneChunkBytes, kLaneChunksAtMost};

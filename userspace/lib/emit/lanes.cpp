@@ -176,11 +176,7 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
         copy_len = 0;
         flags |= PT_RECORD_DATA_FAULT;
     }
-    LocalRing::Overwriting overwriting{
-        control.overwrite_after_bytes.load(std::memory_order_relaxed),
-        &control.overwritten_records};
-    pt_record *record =
-        lane->ring.reserve(uint32_t(copy_len), overwriting.after_bytes ? &overwriting : nullptr);
+    pt_record *record = lane->ring.reserve(uint32_t(copy_len), &control.overwriting);
     if (!record) {
         control.lost_records.fetch_add(1, std::memory_order_relaxed);
         return;

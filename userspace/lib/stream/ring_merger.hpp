@@ -78,7 +78,10 @@ public:
     // A time before every record a ring's writer took back since the last
     // forget_taken_back() (or may take back next): the latest claim on the
     // ring before it took them (RecordRing::Readable). A loss report stamped
-    // there comes before every record that followed them.
+    // there comes before every record that followed them. The writer counts
+    // what it took back just after it takes it: a writer preempted between
+    // the two, while another's count is reported (and forgotten), has its
+    // own reported later, at a later claim.
     uint64_t taken_back_after_ns() const;
     void forget_taken_back();
     // Records read or reserved and not delivered yet.

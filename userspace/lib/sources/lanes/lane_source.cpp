@@ -116,8 +116,7 @@ bool interrupted_call_in_progress(pid_t pid, const Lane &lane, uint64_t stack_po
 // (whose CPU time grows with the process's size) too: all are waited for.
 class LaneView final : public RecordRing {
 public:
-    LaneView(Lane &lane, const LaneControl &control)
-        : lane_(lane), control_(control), pid_(control.pid)
+    LaneView(Lane &lane, const LaneControl &control) : lane_(lane), control_(control)
     {
         view_like(lane.ring);
     }
@@ -126,7 +125,7 @@ public:
     // A window at a time only while its writer may take records back.
     Readable readable(uint64_t &scanned) override
     {
-        bool overwriting = control_.overwrite_after_bytes.load(std::memory_order_relaxed) != 0;
+        bool overwriting = control_.overwriting.after_bytes.load(std::memory_order_relaxed) != 0;
         return lane_.ring.readable_within(scanned, overwriting ? LocalRing::kClaimedAhead
                                                                : LocalRing::kWhole);
     }
@@ -157,7 +156,7 @@ public:
         }
         if (ran < watched_owner_cpu_ns_ + kStalledCpuNs) {
             uint64_t blocked_at = stack_pointer_if_blocked_in_other_syscall(owner);
-            if (!blocked_at || interrupted_call_in_progress(pid_, lane_, blocked_at))
+            if (!blocked_at || interrupted_call_in_progress(control_.pid, lane_, blocked_at))
                 return false;
         }
         return lane_.ring.give_up_reported_by_reader(position);
@@ -172,16 +171,15 @@ private:
         uint64_t fork_cpu = 0;
         if (!calls)
             return 0;
-        if (read_safely(pid_, &calls->forking, &forking, sizeof forking) && forking)
+        if (read_safely(control_.pid, &calls->forking, &forking, sizeof forking) && forking)
             return std::nullopt;
-        read_safely(pid_, &calls->fork_cpu_ns, &fork_cpu, sizeof fork_cpu);
+        read_safely(control_.pid, &calls->fork_cpu_ns, &fork_cpu, sizeof fork_cpu);
         return fork_cpu;
     }
 
     static constexpr uint64_t kStalledCpuNs = 10'000'000;
     Lane &lane_;
-    const LaneControl &control_;
-    pid_t pid_; // the lanes' process
+    const LaneControl &control_; // control_.pid: the lanes' process
     uint64_t watched_position_ = UINT64_MAX;
     pid_t watched_owner_ = 0;
     uint64_t watched_owner_cpu_ns_ = 0;
@@ -257,8 +255,8 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     source->adopted_head_ = head;
     // Once the lanes are skipped: what a writer takes back from here on is
     // this stream's.
-    control->overwrite_after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
-                                         std::memory_order_relaxed);
+    control->overwriting.after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
+                                           std::memory_order_relaxed);
     control->attached.store(1, std::memory_order_release);
     lanes_in_use.store(1, std::memory_order_release);
     return source;
@@ -269,7 +267,7 @@ LaneSource::~LaneSource()
     std::lock_guard lock(attach_mutex);
     control_.state.store(PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
     control_.generation.fetch_add(1, std::memory_order_seq_cst);
-    control_.overwrite_after_bytes.store(0, std::memory_order_relaxed);
+    control_.overwriting.after_bytes.store(0, std::memory_order_relaxed);
     control_.attached.store(0, std::memory_order_release);
     lanes_in_use.store(0, std::memory_order_release);
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
@@ -350,7 +348,7 @@ uint64_t LaneSource::lost() const
 
 uint64_t LaneSource::overwritten() const
 {
-    return control_.overwritten_records.load(std::memory_order_relaxed) - overwritten_before_;
+    return control_.overwriting.counted.load(std::memory_order_relaxed) - overwritten_before_;
 }
 
 uint64_t LaneSource::refused_while_full() const

@@ -42,20 +42,22 @@ LocalRing::LocalRing(ChunkPool &pool, uint32_t most_chunks)
 // The writer reached the end of its chunk at `position`: the next chunk,
 // if the ring may hold one more and the pool has one, or, `overwriting`,
 // one of its own taken back.
-bool LocalRing::start_chunk(uint64_t position, const Overwriting *overwriting)
+bool LocalRing::start_chunk(uint64_t position, Overwriting *overwriting)
 {
+    uint64_t after_bytes =
+        overwriting ? overwriting->after_bytes.load(std::memory_order_relaxed) : 0;
     size_t chunk_bytes = pool_.chunk_bytes();
     // The table's entry for it is free once the chunk there was handed back.
     uint64_t handed_back = __atomic_load_n(&handed_back_, __ATOMIC_ACQUIRE);
     if (position + chunk_bytes - handed_back > uint64_t(most_chunks_) * chunk_bytes)
         return false;
     uint32_t chunk = ChunkPool::kNone;
-    if (overwriting && position - handed_back >= overwriting->after_bytes)
-        chunk = take_back_oldest_chunk(position, *overwriting->counted);
+    if (after_bytes && position - handed_back >= after_bytes)
+        chunk = take_back_oldest_chunk(position, overwriting->counted);
     if (chunk == ChunkPool::kNone)
         chunk = pool_.take();
-    if (chunk == ChunkPool::kNone && overwriting)
-        chunk = take_back_oldest_chunk(position, *overwriting->counted);
+    if (chunk == ChunkPool::kNone && after_bytes)
+        chunk = take_back_oldest_chunk(position, overwriting->counted);
     if (chunk == ChunkPool::kNone)
         return false;
     // Published by the producer position's release store, as the records.
@@ -114,7 +116,7 @@ uint64_t LocalRing::close_chunk()
     return chunk_end_;
 }
 
-pt_record *LocalRing::reserve(uint32_t data_len, const Overwriting *overwriting)
+pt_record *LocalRing::reserve(uint32_t data_len, Overwriting *overwriting)
 {
     uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
     uint64_t span = span_of(length);

@@ -34,17 +34,18 @@ public:
     // How a writer makes room by taking back its oldest chunk the reader has
     // not claimed (POSIX_TRACE_LOOP keeps the newest): when the pool has no
     // chunk for it, and first of all once the ring holds `after_bytes`, so
-    // that one busy writer does not keep the pool from the others. The
-    // records taken back are added to `counted`.
+    // that one busy writer does not keep the pool from the others (0: never
+    // takes back). The records taken back are added to `counted`. Read only
+    // when a chunk is full, not at each record.
     struct Overwriting {
-        uint64_t after_bytes;
-        std::atomic<uint64_t> *counted;
+        std::atomic<uint64_t> after_bytes{0};
+        std::atomic<uint64_t> counted{0};
     };
     // The writer's side. A record with room for `data_len` bytes of data,
     // busy until commit(); nullptr, counted in lost(), when the ring has no
-    // room for it (the pool has no chunk for it, and, `overwriting` given,
-    // it has none to take back). Async-signal-safe.
-    pt_record *reserve(uint32_t data_len, const Overwriting *overwriting = nullptr);
+    // room for it (the pool has no chunk for it, and it has none to take
+    // back under `overwriting`). Async-signal-safe.
+    pt_record *reserve(uint32_t data_len, Overwriting *overwriting = nullptr);
     void commit(pt_record *record);
     // Gives up a reserved record: the reader skips it.
     void discard(pt_record *record);
@@ -102,7 +103,7 @@ private:
     {
         return table()[(position / pool_.chunk_bytes()) & (most_chunks_ - 1)];
     }
-    bool start_chunk(uint64_t position, const Overwriting *overwriting);
+    bool start_chunk(uint64_t position, Overwriting *overwriting);
     uint32_t take_back_oldest_chunk(uint64_t position, std::atomic<uint64_t> &counted);
     uint64_t committed_records_in(uint32_t chunk) const;
     uint64_t claim(uint64_t wanted, bool &taken_back);
