@@ -24,6 +24,11 @@ constexpr size_t kMaxLoopSlot = 256 * 1024; // unless the log needs more than kM
 // Encoded blocks waiting for the disk; beyond this the stream waits (and
 // the kernel rings absorb the burst, or count what they cannot).
 constexpr size_t kMaxQueuedBytes = 64u << 20;
+// Written blocks kept for the next ones to fill: a block taken fresh from
+// the allocator is fresh pages, and faulting them in took a third of the
+// drain's time in a burst. Past this, the writer frees them.
+constexpr size_t kSpareBlockBytes = 4u << 20;
+constexpr size_t kSpareBlocksAtLeast = 2;
 constexpr size_t kPageSize = 4096;
 constexpr size_t kStopRecordBytes = padded8(kEventRecordHeader + sizeof(posix_trace_stop_data));
 
@@ -239,7 +244,14 @@ size_t LogWriter::payload_capacity() const
 
 void LogWriter::start_block()
 {
-    current_.clear(); // it was moved to the queue
+    {
+        std::lock_guard lock(mutex_);
+        if (!spare_blocks_.empty()) {
+            current_ = std::move(spare_blocks_.back());
+            spare_blocks_.pop_back();
+        }
+    }
+    current_.clear(); // moved to the queue, or written and given back
     current_.reserve(kBlockHeaderSize + payload_capacity());
     current_.resize(kBlockHeaderSize, 0);
     std::fill(named_in_block_.begin(), named_in_block_.end(), 0);
@@ -513,11 +525,19 @@ void LogWriter::write_loop(std::stop_token stop)
             std::lock_guard lock(mutex_);
             queued_bytes_ -= queued;
             written_ticket_ = block.ticket;
+            keep_spare_locked(std::move(block.bytes));
         }
         changed_.notify_all();
         if (progress_)
             progress_();
     }
+}
+
+void LogWriter::keep_spare_locked(BlockBytes &&bytes)
+{
+    size_t most = std::max(kSpareBlocksAtLeast, kSpareBlockBytes / bytes.capacity());
+    if (spare_blocks_.size() < most)
+        spare_blocks_.push_back(std::move(bytes));
 }
 
 void LogWriter::write_block(PendingBlock &block)

@@ -132,6 +132,7 @@ private:
     void add_event_record(const pt_record &record, const void *data);
     void write_loop(std::stop_token stop);
     void write_block(PendingBlock &block);
+    void keep_spare_locked(BlockBytes &&bytes);
     int write_at(uint64_t offset, const uint8_t *bytes, size_t length);
     void note_error(int err);
     void count_unwritten_locked(const PendingBlock &block);
@@ -155,6 +156,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable changed_;
     std::deque<PendingBlock> queue_;
+    std::vector<BlockBytes> spare_blocks_; // written, their memory kept
     size_t queued_bytes_ = 0;
     uint64_t next_ticket_ = 1;
     uint64_t written_ticket_ = 0;
