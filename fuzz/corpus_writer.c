@@ -23,14 +23,15 @@ static void check(int err, const char *what)
     }
 }
 
-/* `events` user events, a posix_trace_flush after every `per_block`. */
-static void write_log(const char *dir, const char *file, int log_policy, size_t log_size,
-                      int events, int per_block)
+/* A started FLUSH stream of this process with a log at DIR/FILE (its
+ * descriptor in *fd), thread events filtered out. */
+static trace_id_t start_logged_stream(const char *dir, const char *file, int log_policy,
+                                      size_t stream_size, size_t log_size, int *fd)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    *fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd < 0) {
         perror(path);
         exit(1);
     }
@@ -39,12 +40,14 @@ static void write_log(const char *dir, const char *file, int log_policy, size_t 
     check(posix_trace_attr_setname(&attr, file), "setname");
     check(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_FLUSH), "setstreamfullpolicy");
     check(posix_trace_attr_setlogfullpolicy(&attr, log_policy), "setlogfullpolicy");
-    check(posix_trace_attr_setstreamsize(&attr, 4096), "setstreamsize");
+    if (stream_size)
+        check(posix_trace_attr_setstreamsize(&attr, stream_size), "setstreamsize");
     check(posix_trace_attr_setmaxdatasize(&attr, 64), "setmaxdatasize"); /* 80 bytes: truncated */
     if (log_size)
         check(posix_trace_attr_setlogsize(&attr, log_size), "setlogsize");
     trace_id_t trid;
-    check(posix_trace_create_withlog(0, &attr, fd, &trid), "posix_trace_create_withlog");
+    check(posix_trace_create_withlog(0, &attr, *fd, &trid), "posix_trace_create_withlog");
+    posix_trace_attr_destroy(&attr);
     trace_event_set_t filter;
     posix_trace_eventset_empty(&filter);
     for (trace_event_id_t id = POSIX_TRACE_TD_EVENT_FIRST;
@@ -52,7 +55,21 @@ static void write_log(const char *dir, const char *file, int log_policy, size_t 
         posix_trace_eventset_add(id, &filter);
     check(posix_trace_set_filter(trid, &filter, POSIX_TRACE_SET_EVENTSET),
           "posix_trace_set_filter");
+    return trid;
+}
 
+static void shut_down(trace_id_t trid, int fd)
+{
+    check(posix_trace_shutdown(trid), "posix_trace_shutdown");
+    close(fd);
+}
+
+/* `events` user events, a posix_trace_flush after every `per_block`. */
+static void write_log(const char *dir, const char *file, int log_policy, size_t log_size,
+                      int events, int per_block)
+{
+    int fd;
+    trace_id_t trid = start_logged_stream(dir, file, log_policy, 4096, log_size, &fd);
     trace_event_id_t ids[3];
     check(posix_trace_eventid_open("corpus.small", &ids[0]), "posix_trace_eventid_open");
     check(posix_trace_eventid_open("corpus.medium", &ids[1]), "posix_trace_eventid_open");
@@ -71,9 +88,25 @@ static void write_log(const char *dir, const char *file, int log_policy, size_t 
             check(posix_trace_flush(trid), "posix_trace_flush");
     }
     check(posix_trace_stop(trid), "posix_trace_stop");
-    check(posix_trace_shutdown(trid), "posix_trace_shutdown");
-    posix_trace_attr_destroy(&attr);
-    close(fd);
+    shut_down(trid, fd);
+}
+
+/* Version 2: 1,500 events emitted at once fill whole chunks of this
+ * thread's lane before the stream's drain reads them, so they reach the log
+ * as runs, whose blocks overlap in time with the merged ones. */
+static void write_runs_log(const char *dir, const char *file)
+{
+    int fd;
+    trace_id_t trid = start_logged_stream(dir, file, POSIX_TRACE_APPEND, 0, 0, &fd);
+    trace_event_id_t id;
+    check(posix_trace_eventid_open("corpus.run", &id), "posix_trace_eventid_open");
+    check(posix_trace_start(trid), "posix_trace_start");
+    for (int i = 0; i < 1500; ++i) {
+        unsigned char data[48];
+        memset(data, i, sizeof data);
+        posix_trace_event(id, data, (size_t)(i % 49));
+    }
+    shut_down(trid, fd);
 }
 
 int main(int argc, char **argv)
@@ -85,8 +118,9 @@ int main(int argc, char **argv)
     write_log(argv[1], "append.ptl", POSIX_TRACE_APPEND, 0, 30, 8);
     /* Full after about 4 KB: the rest is discarded, counted in the trailer. */
     write_log(argv[1], "until_full.ptl", POSIX_TRACE_UNTIL_FULL, 4096, 120, 30);
-    /* Two 16 KB slots (the smallest); one block per flush, so the log wraps
+    /* Two 2 KB slots (the smallest); one block per flush, so the log wraps
      * and keeps the two newest blocks. */
     write_log(argv[1], "loop.ptl", POSIX_TRACE_LOOP, 4096, 40, 8);
+    write_runs_log(argv[1], "runs.ptl");
     return 0;
 }

@@ -3,6 +3,8 @@
 # small real trace logs, written by real streams (root: BPF).
 #   append.ptl, until_full.ptl, loop.ptl  fuzz/corpus_writer.c: one per log
 #        full policy, stream policy POSIX_TRACE_FLUSH, several blocks
+#        (append.ptl is of version 2, the two others too small for runs)
+#   runs.ptl          corpus_writer.c: version 2, blocks that overlap (runs)
 #   record.ptl        `posixtrace record -o` of /bin/true (system, TD events)
 #   append-killed.ptl append.ptl without trailer and footer (a writer killed
 #                     after its last block)
@@ -26,6 +28,8 @@ cc -O2 -g -std=gnu11 -Wall -Wextra -Iinclude -o "$tmp/corpus_writer" fuzz/corpus
 mkdir "$tmp/logs"
 "$tmp/corpus_writer" "$tmp/logs"
 build/bin/posixtrace record -o "$tmp/logs/record.ptl" -- /bin/true >/dev/null
+major=$(od -An -t u2 -j 8 -N 2 "$tmp/logs/runs.ptl" | tr -d ' ')
+[ "$major" = 2 ] || { echo "make_corpus.sh: runs.ptl is of version $major, not 2" >&2; exit 1; }
 
 # The footer (the last 24 bytes) holds the trailer's offset at byte 8.
 append="$tmp/logs/append.ptl"

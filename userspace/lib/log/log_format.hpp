@@ -1,7 +1,8 @@
 #pragma once
-// The trace log file format, version 1.0: constants and little-endian field
-// access shared by the writer and the reader. docs/log-format.md is the
-// specification; the offsets here follow its tables.
+// The trace log file format, versions 1.0 and 2.0: constants and
+// little-endian field access shared by the writer and the reader.
+// docs/log-format.md is the specification; the offsets here follow its
+// tables.
 #include <libdeflate.h>
 
 #include <bit>
@@ -15,8 +16,15 @@
 namespace posixtrace::log {
 
 inline constexpr char kMagic[8] = {'P', 'T', 'R', 'C', 'L', 'O', 'G', 0};
-inline constexpr uint16_t kMajorVersion = 1;
+// 1: blocks follow each other in time. 2: blocks may overlap in time, and
+// watermark records say how far the events are complete.
+inline constexpr uint16_t kMajorVersionInOrder = 1;
+inline constexpr uint16_t kMajorVersionOverlapping = 2;
 inline constexpr uint16_t kMinorVersion = 0;
+// Version 2: the most bytes of blocks a reader holds because their events
+// are not complete yet (past the latest watermark); a writer stays within
+// it, a log that asks for more is damaged.
+inline constexpr size_t kMaxOverlapBytes = 64u << 20;
 inline constexpr size_t kHeaderFixedSize = 224;
 
 inline constexpr uint32_t kBlockMagic = 0x4B425450;   // "PTBK"
@@ -35,6 +43,8 @@ inline constexpr size_t kFooterSize = 24;
 
 inline constexpr uint16_t kRecordEvent = 1;
 inline constexpr uint16_t kRecordName = 2;
+inline constexpr uint16_t kRecordWatermark = 3;
+inline constexpr size_t kWatermarkRecordSize = 16;
 inline constexpr size_t kEventRecordHeader = 48;
 inline constexpr size_t kNameRecordHeader = 16;
 inline constexpr uint16_t kEventTruncated = 1;

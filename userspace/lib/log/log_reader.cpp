@@ -86,9 +86,12 @@ int LogReader::parse_name_table(const uint8_t *at, size_t length,
 int LogReader::read_header()
 {
     uint8_t fixed[kHeaderFixedSize];
-    if (!read_exact(0, fixed, sizeof fixed) || std::memcmp(fixed, kMagic, sizeof kMagic) != 0 ||
-        load<uint16_t>(fixed + 8) != kMajorVersion)
+    if (!read_exact(0, fixed, sizeof fixed) || std::memcmp(fixed, kMagic, sizeof kMagic) != 0)
         return EINVAL;
+    uint16_t major = load<uint16_t>(fixed + 8);
+    if (major != kMajorVersionInOrder && major != kMajorVersionOverlapping)
+        return EINVAL;
+    overlapping_ = major == kMajorVersionOverlapping;
     uint32_t header_size = load<uint32_t>(fixed + 12);
     data_offset_ = load<uint64_t>(fixed + 16);
     if (header_size < kHeaderFixedSize + 8 || header_size > (16u << 20) ||
@@ -267,8 +270,10 @@ void LogReader::rewind()
     error_ = 0;
     ended_ = false;
     block_.clear();
-    events_.clear();
-    next_in_block_ = 0;
+    held_.clear();
+    held_bytes_ = 0;
+    loaded_ = 0;
+    complete_below_ns_ = overlapping_ ? 0 : UINT64_MAX;
     next_block_offset_ = data_offset_;
     next_sequence_ = 0;
     if (slot_size_)
@@ -297,7 +302,7 @@ bool LogReader::load_next_block()
     uint64_t offset = next_block_offset_;
     if (!load_block_at(offset, next_sequence_, !trailer_offset_))
         return false;
-    next_block_offset_ = offset + block_.size();
+    next_block_offset_ = offset + last_block_bytes_;
     ++next_sequence_;
     return true;
 }
@@ -330,27 +335,44 @@ bool LogReader::load_block_at(uint64_t offset, uint64_t expected_sequence, bool 
     }
     block_.resize(kBlockHeaderSize + payload);
     std::memcpy(block_.data(), header, sizeof header);
+    std::vector<size_t> events;
+    uint64_t complete_below_ns = 0;
     if (!read_exact(offset + kBlockHeaderSize, block_.data() + kBlockHeaderSize, payload) ||
         crc32_of(block_.data() + 8, block_.size() - 8) != load<uint32_t>(header + 4) ||
-        !check_records()) {
+        !check_records(events, complete_below_ns)) {
         block_.clear();
-        events_.clear();
         // Only a rewritten LOOP slot can be torn with its length intact.
         if (!(may_be_torn && slot_size_))
             error_ = EINVAL;
         return false;
     }
+    // Blocks whose events are not complete yet are held: no more of them
+    // than a writer ever leaves open (in a log in time order, one).
+    if (!events.empty() && held_bytes_ + block_.size() > kMaxOverlapBytes) {
+        block_.clear();
+        error_ = EINVAL;
+        return false;
+    }
+    last_block_bytes_ = block_.size();
+    if (!events.empty())
+        hold(std::move(events));
+    complete_below_ns_ = complete_below_ns;
     return true;
 }
 
 // Every record of the block is checked before any event of it is returned.
-bool LogReader::check_records()
+// In a log whose blocks may overlap, none of its events may come before
+// what earlier blocks said was complete, and its watermarks may only move
+// forward; its events are put in time order (a block may hold several
+// runs).
+bool LogReader::check_records(std::vector<size_t> &events, uint64_t &complete_below_ns)
 {
-    events_.clear();
-    next_in_block_ = 0;
     std::vector<std::pair<trace_event_id_t, std::string>> names;
     uint32_t count = load<uint32_t>(block_.data() + 20);
     uint32_t seen = 0;
+    uint64_t latest_ns = 0;
+    bool in_order = true;
+    complete_below_ns = complete_below_ns_;
     for (size_t at = kBlockHeaderSize; at < block_.size(); ++seen) {
         const uint8_t *record = block_.data() + at;
         size_t left = block_.size() - at;
@@ -366,7 +388,12 @@ bool LogReader::check_records()
             if (size < kEventRecordHeader || id >= POSIX_TRACE_EVENT_ID_LIMIT ||
                 data_len > kMaxEventData || padded8(kEventRecordHeader + data_len) != size)
                 return false;
-            events_.push_back(at);
+            uint64_t stamp = load<uint64_t>(record + 16);
+            if (overlapping_ && stamp < complete_below_ns_)
+                return false;
+            in_order = in_order && stamp >= latest_ns;
+            latest_ns = stamp;
+            events.push_back(at);
         } else if (type == kRecordName) {
             uint32_t id = load<uint32_t>(record + 8);
             uint32_t length = load<uint32_t>(record + 12);
@@ -375,6 +402,11 @@ bool LogReader::check_records()
                 return false;
             names.emplace_back(id,
                                std::string(reinterpret_cast<const char *>(record + 16), length));
+        } else if (type == kRecordWatermark && overlapping_) {
+            uint64_t watermark = load<uint64_t>(record + 8);
+            if (size != kWatermarkRecordSize || watermark < complete_below_ns)
+                return false;
+            complete_below_ns = watermark;
         }
         at += size;
     }
@@ -382,14 +414,17 @@ bool LogReader::check_records()
         return false;
     for (auto &[id, name] : names)
         names_[id] = std::move(name);
+    if (overlapping_ && !in_order)
+        std::stable_sort(events.begin(), events.end(), [&](size_t a, size_t b) {
+            return load<uint64_t>(block_.data() + a + 16) < load<uint64_t>(block_.data() + b + 16);
+        });
     return true;
 }
 
 // ---- events --------------------------------------------------------------------------
 
-void LogReader::copy_out(size_t offset, const EventDestination &to) const
+void LogReader::copy_out(const uint8_t *record, const EventDestination &to) const
 {
-    const uint8_t *record = block_.data() + offset;
     posix_trace_event_info &info = *to.info;
     info = {};
     info.posix_event_id = load<uint32_t>(record + 8);
@@ -413,24 +448,66 @@ void LogReader::copy_out(size_t offset, const EventDestination &to) const
     *to.data_len = to.data ? length : 0;
 }
 
+// The held block whose next event is the oldest (the one loaded first on
+// a tie) is at the front of the heap.
+bool LogReader::HeldBlock::after(const HeldBlock &other) const
+{
+    return next_ns() != other.next_ns() ? next_ns() > other.next_ns() : order > other.order;
+}
+
+uint64_t LogReader::HeldBlock::next_ns() const
+{
+    return load<uint64_t>(bytes.data() + events[next] + 16);
+}
+
+void LogReader::hold(std::vector<size_t> &&events)
+{
+    held_bytes_ += block_.size();
+    held_.push_back({std::move(block_), std::move(events), 0, loaded_++});
+    block_ = {};
+    std::push_heap(held_.begin(), held_.end(),
+                   [](const HeldBlock &a, const HeldBlock &b) { return a.after(b); });
+}
+
+// Hands out the oldest held event and moves its block on.
+void LogReader::hand_out_oldest(const EventDestination &to)
+{
+    auto after = [](const HeldBlock &a, const HeldBlock &b) { return a.after(b); };
+    std::pop_heap(held_.begin(), held_.end(), after);
+    HeldBlock &block = held_.back();
+    copy_out(block.bytes.data() + block.events[block.next++], to);
+    if (block.next < block.events.size()) {
+        std::push_heap(held_.begin(), held_.end(), after);
+        return;
+    }
+    held_bytes_ -= block.bytes.size();
+    held_.pop_back();
+}
+
+// The oldest held event may go once nothing still to be read can come
+// before it: before the watermark, or at the end of the log (a log cut
+// short gives every event of its whole blocks). Not at damage: what the
+// damaged block held may have come first, so reading stops there, and what
+// was read is the log's beginning exactly.
+bool LogReader::oldest_may_go() const
+{
+    return !held_.empty() && (ended_ || held_.front().next_ns() < complete_below_ns_);
+}
+
 int LogReader::next_event(const EventDestination &to, int *unavailable)
 {
     std::lock_guard lock(mutex_);
-    while (!error_ && !ended_ && next_in_block_ == events_.size()) {
+    while (!oldest_may_go() && !error_ && !ended_) {
         if (!load_next_block())
             ended_ = true;
     }
-    if (error_) {
-        *unavailable = 1;
-        return error_;
-    }
-    if (ended_) {
-        *unavailable = 1;
+    if (!error_ && oldest_may_go()) {
+        hand_out_oldest(to);
+        *unavailable = 0;
         return 0;
     }
-    copy_out(events_[next_in_block_++], to);
-    *unavailable = 0;
-    return 0;
+    *unavailable = 1;
+    return error_;
 }
 
 // ---- event types -----------------------------------------------------------------------

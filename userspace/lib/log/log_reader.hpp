@@ -19,8 +19,11 @@ namespace posixtrace::log {
 
 // A trace log opened for analysis (posix_trace_open): the header and trailer
 // are read once; events are read one block at a time, each block checked
-// whole before any of its events is handed out, so memory stays bounded by
-// one block whatever the size of the log.
+// whole before any of its events is handed out. In a log whose blocks
+// follow each other in time, memory stays bounded by one block whatever the
+// size of the log; in one whose blocks overlap (version 2), the blocks
+// whose events are not complete yet are held and merged, at most
+// kMaxOverlapBytes of them.
 class LogReader final : public ReadableTrace {
 public:
     LogReader() = default; // use open()
@@ -57,11 +60,25 @@ private:
     void index_loop_slots();
     std::optional<uint64_t> sequence_in_slot(uint64_t slot) const;
     bool slot_cut_off(uint64_t sequence) const;
-    // Loads the next block into block_; false at the end (error_ set on damage).
+    // Loads the next block and holds its events; false at the end (error_
+    // set on damage).
     bool load_next_block();
     bool load_block_at(uint64_t offset, uint64_t expected_sequence, bool may_be_torn);
-    bool check_records();
-    void copy_out(size_t offset, const EventDestination &to) const;
+    bool check_records(std::vector<size_t> &events, uint64_t &complete_below_ns);
+    void copy_out(const uint8_t *record, const EventDestination &to) const;
+
+    // A block read whole, and the offsets of its events not handed out yet.
+    struct HeldBlock {
+        std::vector<uint8_t> bytes;
+        std::vector<size_t> events;
+        size_t next;
+        uint64_t order; // blocks loaded before it
+        uint64_t next_ns() const;
+        bool after(const HeldBlock &other) const;
+    };
+    void hold(std::vector<size_t> &&events);
+    bool oldest_may_go() const;
+    void hand_out_oldest(const EventDestination &to);
 
     mutable std::mutex mutex_;
     UniqueFd fd_;
@@ -81,9 +98,13 @@ private:
     uint64_t next_sequence_ = 0;
     uint64_t newest_sequence_ = 0; // LOOP
     bool any_block_ = false;       // LOOP: a slot was ever written
-    std::vector<uint8_t> block_;
-    std::vector<size_t> events_; // offsets of the events in block_
-    size_t next_in_block_ = 0;
+    bool overlapping_ = false;     // version 2: blocks may overlap in time
+    std::vector<uint8_t> block_;   // the one being loaded
+    size_t last_block_bytes_ = 0;  // the latest loaded
+    std::vector<HeldBlock> held_;  // a heap, the oldest next event first
+    size_t held_bytes_ = 0;
+    uint64_t loaded_ = 0;
+    uint64_t complete_below_ns_ = 0; // every event before it is read (version 1: all)
     bool ended_ = false;
     int error_ = 0;
     std::optional<trace_event_id_t> type_cursor_;

@@ -24,49 +24,8 @@ constexpr size_t kMaxLoopSlot = 256 * 1024; // unless the log needs more than kM
 // Encoded blocks waiting for the disk; beyond this the stream waits (and
 // the kernel rings absorb the burst, or count what they cannot).
 constexpr size_t kMaxQueuedBytes = 64u << 20;
-// Written blocks kept for the next ones to fill: a block taken fresh from
-// the allocator is fresh pages, and faulting them in took a third of the
-// drain's time in a burst. Past this, the writer frees them.
-constexpr size_t kSpareBlockBytes = 4u << 20;
-constexpr size_t kSpareBlocksAtLeast = 2;
 constexpr size_t kPageSize = 4096;
 constexpr size_t kStopRecordBytes = padded8(kEventRecordHeader + sizeof(posix_trace_stop_data));
-
-// A write to a pipe whose reader left raises SIGPIPE, and one past the file
-// size limit SIGXFSZ; both kill the process by default. A library must not
-// kill its caller over a log: while one of its writes runs they are blocked,
-// the write fails with EPIPE / EFBIG instead, and the signal it raised (sent
-// to this thread) is taken back.
-class QuietWriteSignals {
-public:
-    QuietWriteSignals()
-    {
-        sigemptyset(&signals_);
-        sigaddset(&signals_, SIGPIPE);
-        sigaddset(&signals_, SIGXFSZ);
-        pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
-    }
-    ~QuietWriteSignals()
-    {
-        sigset_t pending;
-        sigpending(&pending);
-        timespec now{};
-        for (int signal : {SIGPIPE, SIGXFSZ})
-            if (sigismember(&pending, signal) && !sigismember(&previous_, signal)) {
-                sigset_t one;
-                sigemptyset(&one);
-                sigaddset(&one, signal);
-                sigtimedwait(&one, nullptr, &now);
-            }
-        pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-    }
-    QuietWriteSignals(const QuietWriteSignals &) = delete;
-    QuietWriteSignals &operator=(const QuietWriteSignals &) = delete;
-
-private:
-    sigset_t signals_;
-    sigset_t previous_;
-};
 
 size_t name_record_bytes(const std::optional<std::string> &name)
 {
@@ -107,12 +66,15 @@ void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
 } // namespace
 
 int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
-                      const std::vector<NamedType> &known_types, std::function<void()> progress,
-                      std::unique_ptr<LogWriter> &out)
+                      const std::vector<NamedType> &known_types, size_t run_bytes_wanted,
+                      std::function<void()> progress, std::unique_ptr<LogWriter> &out)
 {
     auto writer = std::make_unique<LogWriter>();
     if (int err = writer->prepare(fd, attributes))
         return err;
+    writer->runs_taken_ = run_bytes_wanted &&
+                          attributes.log_full_policy != POSIX_TRACE_UNTIL_FULL &&
+                          writer->run_capacity() >= run_bytes_wanted;
     std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
     if (int err = writer->reserve_space())
         return err;
@@ -125,7 +87,6 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
             return err;
     }
     writer->progress_ = std::move(progress);
-    writer->named_in_block_.assign(POSIX_TRACE_EVENT_ID_LIMIT, 0);
     writer->start_block();
     LogWriter *self = writer.get();
     writer->writer_ = LibraryThreads::start(
@@ -194,7 +155,7 @@ std::vector<uint8_t> LogWriter::header_bytes(const Attributes &attributes, pid_t
 {
     ByteSink sink;
     sink.put_bytes(kMagic, sizeof kMagic);
-    sink.put<uint16_t>(kMajorVersion);
+    sink.put<uint16_t>(runs_taken_ ? kMajorVersionOverlapping : kMajorVersionInOrder);
     sink.put<uint16_t>(kMinorVersion);
     sink.put<uint32_t>(0); // header_size, patched below
     sink.put<uint64_t>(0); // data_offset, patched below
@@ -244,20 +205,20 @@ size_t LogWriter::payload_capacity() const
 
 void LogWriter::start_block()
 {
-    {
-        std::lock_guard lock(mutex_);
-        if (!spare_blocks_.empty()) {
-            current_ = std::move(spare_blocks_.back());
-            spare_blocks_.pop_back();
-        }
-    }
-    current_.clear(); // moved to the queue, or written and given back
-    current_.reserve(kBlockHeaderSize + payload_capacity());
-    current_.resize(kBlockHeaderSize, 0);
-    std::fill(named_in_block_.begin(), named_in_block_.end(), 0);
-    records_in_block_ = 0;
-    events_in_block_ = 0;
-    first_timestamp_ = last_timestamp_ = 0;
+    size_t capacity = payload_capacity() - (runs_taken_ ? kWatermarkRecordSize : 0);
+    current_memory_ = take_spare();
+    current_memory_.resize(BlockEncoder::memory_for(capacity)); // not zeroed: written before read
+    current_ = BlockEncoder(current_memory_.data(), capacity);
+}
+
+BlockBytes LogWriter::take_spare()
+{
+    std::lock_guard lock(mutex_);
+    if (spare_blocks_.empty())
+        return {};
+    BlockBytes bytes = std::move(spare_blocks_.back());
+    spare_blocks_.pop_back();
+    return bytes;
 }
 
 // UNTIL_FULL: the events that do not fit in log-max-size are discarded, and
@@ -267,7 +228,7 @@ bool LogWriter::reserve(size_t bytes, bool closing_stop)
 {
     if (attributes_.log_full_policy != POSIX_TRACE_UNTIL_FULL)
         return true;
-    size_t block_header = records_in_block_ == 0 ? kBlockHeaderSize : 0;
+    size_t block_header = current_.empty() ? kBlockHeaderSize : 0;
     size_t kept = closing_stop ? 0 : kBlockHeaderSize + kStopRecordBytes;
     std::lock_guard lock(mutex_);
     // Once full, a smaller event that would still fit is discarded too: the
@@ -281,48 +242,6 @@ bool LogWriter::reserve(size_t bytes, bool closing_stop)
     return true;
 }
 
-void LogWriter::add_name_record(uint32_t id, const std::string &name)
-{
-    size_t length = std::min(name.size(), kMaxNameLength);
-    size_t at = current_.size();
-    current_.resize(at + padded8(kNameRecordHeader + length), 0);
-    uint8_t *record = current_.data() + at;
-    store<uint32_t>(record, uint32_t(padded8(kNameRecordHeader + length)));
-    store<uint16_t>(record + 4, kRecordName);
-    store<uint32_t>(record + 8, id);
-    store<uint32_t>(record + 12, uint32_t(length));
-    std::memcpy(record + kNameRecordHeader, name.data(), length);
-    named_in_block_[id] = 1;
-    ++records_in_block_;
-}
-
-void LogWriter::add_event_record(const pt_record &record, const void *data)
-{
-    size_t length = std::min<size_t>(record.data_len, kMaxEventData);
-    size_t at = current_.size();
-    size_t used = kEventRecordHeader + length, bytes = padded8(used);
-    current_.resize(at + bytes); // every byte is written below
-    uint8_t *out = current_.data() + at;
-    std::memset(out + used, 0, bytes - used);
-    store<uint32_t>(out, uint32_t(bytes));
-    store<uint16_t>(out + 4, kRecordEvent);
-    store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
-    store<uint32_t>(out + 8, record.event_id);
-    store<uint32_t>(out + 12, uint32_t(length));
-    store<uint64_t>(out + 16, record.timestamp_ns);
-    store<uint32_t>(out + 24, record.pid);
-    store<uint32_t>(out + 28, record.tid);
-    store<uint64_t>(out + 32, record.thread_id);
-    store<uint64_t>(out + 40, record.prog_address);
-    if (length)
-        std::memcpy(out + kEventRecordHeader, data, length);
-    if (events_in_block_ == 0)
-        first_timestamp_ = record.timestamp_ns;
-    last_timestamp_ = record.timestamp_ns;
-    ++records_in_block_;
-    ++events_in_block_;
-}
-
 LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
                                       const NameLookup &name_of)
 {
@@ -331,26 +250,24 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
         return Appended::discarded;
     // User and USDT ids are the stream's own: each block names those it uses.
     auto name_if_new = [&]() -> std::optional<std::string> {
-        if (id < POSIX_TRACE_USER_EVENT_FIRST || named_in_block_[id])
+        if (id < POSIX_TRACE_USER_EVENT_FIRST || current_.named(id))
             return std::nullopt;
         return name_of(id);
     };
     std::optional<std::string> name = name_if_new();
-    size_t event_bytes =
-        padded8(kEventRecordHeader + std::min<size_t>(record.data_len, kMaxEventData));
-    if (current_.size() - kBlockHeaderSize + name_record_bytes(name) + event_bytes >
-        payload_capacity()) {
-        submit();
+    size_t event_bytes = BlockEncoder::event_record_bytes(record.data_len);
+    if (name_record_bytes(name) + event_bytes > current_.room()) {
+        submit(record.timestamp_ns); // every event before this one is in
         name = name_if_new();
     }
     // A LOOP log too small for its largest events keeps what fits of one.
     pt_record fitted;
     const pt_record *stored = &record;
-    if (size_t room = payload_capacity() - name_record_bytes(name); event_bytes > room) {
+    if (size_t room = current_.capacity() - name_record_bytes(name); event_bytes > room) {
         fitted = record;
         fitted.data_len = uint32_t((room - kEventRecordHeader) / 8 * 8);
         fitted.flags |= PT_RECORD_TRUNCATED;
-        event_bytes = padded8(kEventRecordHeader + fitted.data_len);
+        event_bytes = BlockEncoder::event_record_bytes(fitted.data_len);
         stored = &fitted;
     }
     if (!reserve(name_record_bytes(name) + event_bytes, false)) {
@@ -358,40 +275,63 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
         return first ? Appended::filled_it : Appended::discarded;
     }
     if (name)
-        add_name_record(id, *name);
-    add_event_record(*stored, data);
+        current_.add_name(id, *name);
+    current_.add_event(*stored, data);
     return Appended::written;
 }
 
 bool LogWriter::append_closing_stop(const pt_record &stop, const void *data)
 {
-    if (current_.size() - kBlockHeaderSize + kStopRecordBytes > payload_capacity())
-        submit();
+    if (kStopRecordBytes > current_.room())
+        submit(stop.timestamp_ns);
     if (!reserve(kStopRecordBytes, true))
         return false;
-    add_event_record(stop, data);
+    current_.add_event(stop, data);
     return true;
 }
 
-uint64_t LogWriter::submit()
+uint64_t LogWriter::submit(uint64_t complete_below_ns)
 {
-    std::unique_lock lock(mutex_);
-    if (records_in_block_ == 0)
+    if (current_.empty()) {
+        std::lock_guard lock(mutex_);
         return next_ticket_ - 1; // nothing new: done once what is queued is
-    uint8_t *header = current_.data();
-    store<uint32_t>(header, kBlockMagic);
-    store<uint64_t>(header + 8, next_sequence_);
-    store<uint32_t>(header + 16, uint32_t(current_.size() - kBlockHeaderSize));
-    store<uint32_t>(header + 20, records_in_block_);
-    store<uint64_t>(header + 24, first_timestamp_);
-    store<uint64_t>(header + 32, last_timestamp_);
+    }
+    uint64_t ticket = queue_block(current_, std::move(current_memory_), complete_below_ns);
+    start_block();
+    return ticket;
+}
+
+size_t LogWriter::run_capacity() const
+{
+    return payload_capacity() - kWatermarkRecordSize;
+}
+
+uint64_t LogWriter::submit_run(BlockEncoder &run, uint64_t complete_below_ns)
+{
+    if (run.empty()) {
+        std::lock_guard lock(mutex_);
+        return next_ticket_ - 1;
+    }
+    return queue_block(run, {}, complete_below_ns);
+}
+
+// Numbers the block, and queues it once the queue has room.
+uint64_t LogWriter::queue_block(BlockEncoder &block, BlockBytes &&memory,
+                                uint64_t complete_below_ns)
+{
+    if (runs_taken_)
+        block.add_watermark(complete_below_ns);
+    uint32_t events = block.events();
+    std::span<uint8_t> bytes = block.finish(next_sequence_);
+    if (!memory.empty())
+        memory.resize(bytes.size()); // the block is at its start
+    std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return queued_bytes_ < kMaxQueuedBytes || first_error_; });
     uint64_t ticket = next_ticket_++;
-    queued_bytes_ += current_.size();
-    queue_.push_back({std::move(current_), next_sequence_++, ticket, events_in_block_});
+    queued_bytes_ += bytes.size();
+    queue_.push_back({std::move(memory), bytes, next_sequence_++, ticket, events});
     lock.unlock();
     changed_.notify_all();
-    start_block();
     return ticket;
 }
 
@@ -482,7 +422,7 @@ int LogWriter::forget_written_blocks()
     {
         std::unique_lock lock(mutex_);
         for (const PendingBlock &block : queue_)
-            queued_bytes_ -= block.bytes.size();
+            queued_bytes_ -= block.block.size();
         queue_.clear();
         changed_.wait(lock, [&] { return queued_bytes_ == 0; });
         written_ticket_ = next_ticket_ - 1;
@@ -503,102 +443,6 @@ int LogWriter::forget_written_blocks()
         return errno;
     }
     return reserve_space();
-}
-
-// ---- the writing thread ----------------------------------------------------------
-
-void LogWriter::write_loop(std::stop_token stop)
-{
-    for (;;) {
-        PendingBlock block;
-        {
-            std::unique_lock lock(mutex_);
-            changed_.wait(lock, [&] { return !queue_.empty() || stop.stop_requested(); });
-            if (queue_.empty())
-                return;
-            block = std::move(queue_.front());
-            queue_.pop_front();
-        }
-        size_t queued = block.bytes.size();
-        write_block(block);
-        {
-            std::lock_guard lock(mutex_);
-            queued_bytes_ -= queued;
-            written_ticket_ = block.ticket;
-            keep_spare_locked(std::move(block.bytes));
-        }
-        changed_.notify_all();
-        if (progress_)
-            progress_();
-    }
-}
-
-void LogWriter::keep_spare_locked(BlockBytes &&bytes)
-{
-    size_t most = std::max(kSpareBlocksAtLeast, kSpareBlockBytes / bytes.capacity());
-    if (spare_blocks_.size() < most)
-        spare_blocks_.push_back(std::move(bytes));
-}
-
-void LogWriter::write_block(PendingBlock &block)
-{
-    BlockBytes &bytes = block.bytes;
-    store<uint32_t>(bytes.data() + 4, crc32_of(bytes.data() + 8, bytes.size() - 8));
-    uint64_t offset;
-    if (layout_.slot_size) {
-        bytes.resize(layout_.slot_size, 0); // clears what the slot held before
-        offset = layout_.data_offset + (block.sequence % layout_.slot_count) * layout_.slot_size;
-    } else {
-        offset = end_offset_;
-    }
-    {
-        std::lock_guard lock(mutex_);
-        if (first_error_) { // the log ended at the failed block: keep it readable
-            count_unwritten_locked(block);
-            return;
-        }
-    }
-    int err = write_at(offset, bytes.data(), bytes.size());
-    std::lock_guard lock(mutex_);
-    if (err) {
-        note_error(err);
-        count_unwritten_locked(block);
-        return;
-    }
-    end_offset_ = offset + bytes.size();
-    events_written_ += block.events;
-    if (layout_.slot_size && block.sequence >= layout_.slot_count) {
-        full_ = true;
-        overrun_ = true;
-        overwritten_ = true;
-    }
-}
-
-void LogWriter::note_error(int err)
-{
-    if (!first_error_)
-        first_error_ = err;
-    flush_error_ = err;
-}
-
-int LogWriter::write_at(uint64_t offset, const uint8_t *bytes, size_t length)
-{
-    QuietWriteSignals quiet;
-    while (length) {
-        ssize_t n = layout_.seekable
-                        ? pwrite(fd_.get(), bytes, length, layout_.base + off_t(offset))
-                        : write(fd_.get(), bytes, length);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return errno == EPIPE ? EIO : errno;
-        if (n == 0)
-            return ENOSPC;
-        bytes += n;
-        offset += uint64_t(n);
-        length -= size_t(n);
-    }
-    return 0;
 }
 
 // ---- closing -----------------------------------------------------------------------

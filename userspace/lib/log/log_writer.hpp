@@ -14,28 +14,13 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "log/block_encoder.hpp"
 #include "log/log_format.hpp"
 #include "posixtrace.h"
 #include "util/library_threads.hpp"
 #include "util/unique_fd.hpp"
 
 namespace posixtrace::log {
-
-// A block's bytes are all written before they are read, so growing it for
-// the next record need not zero it first (std::allocator's resize would).
-template <typename T> struct UninitializedAllocator : std::allocator<T> {
-    template <typename U> struct rebind {
-        using other = UninitializedAllocator<U>;
-    };
-    UninitializedAllocator() = default;
-    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
-    template <typename U> void construct(U *at) noexcept { ::new (static_cast<void *>(at)) U; }
-    template <typename U, typename... Args> void construct(U *at, Args &&...args)
-    {
-        ::new (static_cast<void *>(at)) U(std::forward<Args>(args)...);
-    }
-};
-using BlockBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 // What the trailer records when the stream is shut down.
 struct FinalState {
@@ -60,9 +45,12 @@ public:
     // 0, EBADF (not open for writing), EINVAL (a file type the log policy
     // cannot use: LOOP needs a seekable regular file), ENOSPC, EFBIG, EIO.
     // `progress` is called from the writing thread when a block is done.
+    // `run_bytes_wanted`: the stream would hand over runs of that many
+    // bytes of records (start_run()), 0 none; the log takes them unless its
+    // policy or its blocks keep it from (runs_taken()).
     static int create(int fd, const Attributes &attributes, pid_t target,
-                      const std::vector<NamedType> &known_types, std::function<void()> progress,
-                      std::unique_ptr<LogWriter> &out);
+                      const std::vector<NamedType> &known_types, size_t run_bytes_wanted,
+                      std::function<void()> progress, std::unique_ptr<LogWriter> &out);
     ~LogWriter();
     LogWriter(const LogWriter &) = delete;
     LogWriter &operator=(const LogWriter &) = delete;
@@ -81,8 +69,26 @@ public:
     // ESPIPE for one that cannot be rewritten (a pipe); or a write error.
     int reset();
     // Hands the events appended so far to the writing thread; the ticket is
-    // done() once they are written (or failed).
-    uint64_t submit();
+    // done() once they are written (or failed). In a log of runs, every
+    // event stamped before `complete_below_ns` (as the log stamps them) has
+    // been appended or handed over in a run by then.
+    static constexpr uint64_t kAllComplete = UINT64_MAX;
+    uint64_t submit(uint64_t complete_below_ns = kAllComplete);
+
+    // Runs: blocks the stream fills apart from the log's sequence (records
+    // of the traced process's lanes, not merged) and hands over whole, so
+    // that it does no work per event that a block could do once; the log's
+    // blocks then overlap in time, which its version says, and a reader
+    // merges them (docs/log-format.md). Only a LOOP or APPEND log whose
+    // blocks have room for what the stream asked takes them: UNTIL_FULL
+    // must end with the stop event of the first event that did not fit.
+    bool runs_taken() const { return runs_taken_; }
+    // The most bytes of records a run holds.
+    size_t run_capacity() const;
+    // Hands the run over, after the events appended so far; a ticket as
+    // submit() gives. Its memory is the caller's, and must stay as it is
+    // until the ticket is done(). `complete_below_ns` as for submit().
+    uint64_t submit_run(BlockEncoder &run, uint64_t complete_below_ns);
     bool done(uint64_t ticket) const;
     // Waits for every block, writes the trailer (with `state`, its log full
     // and overrun status replaced by the log's own) and the footer; the first
@@ -111,7 +117,8 @@ private:
         uint64_t slot_count = 0;
     };
     struct PendingBlock {
-        BlockBytes bytes;
+        BlockBytes bytes;         // the block's memory, or none: a run's
+        std::span<uint8_t> block; // what is written, in `bytes` or the run's memory
         uint64_t sequence;
         uint64_t ticket;
         uint32_t events;
@@ -128,12 +135,13 @@ private:
     bool reserve(size_t bytes, bool closing_stop);
     int forget_written_blocks();
     void start_block();
-    void add_name_record(uint32_t id, const std::string &name);
-    void add_event_record(const pt_record &record, const void *data);
+    BlockBytes take_spare();
+    uint64_t queue_block(BlockEncoder &block, BlockBytes &&memory, uint64_t complete_below_ns);
     void write_loop(std::stop_token stop);
     void write_block(PendingBlock &block);
     void keep_spare_locked(BlockBytes &&bytes);
     int write_at(uint64_t offset, const uint8_t *bytes, size_t length);
+    int write_zeros(uint64_t offset, size_t length);
     void note_error(int err);
     void count_unwritten_locked(const PendingBlock &block);
 
@@ -143,12 +151,9 @@ private:
     std::function<void()> progress_;
 
     // Filled by the stream (append/submit), one block at a time.
-    BlockBytes current_;
-    std::vector<uint8_t> named_in_block_; // one flag per event type id
-    uint32_t records_in_block_ = 0;       // events and names
-    uint32_t events_in_block_ = 0;
-    uint64_t first_timestamp_ = 0;
-    uint64_t last_timestamp_ = 0;
+    BlockBytes current_memory_;
+    BlockEncoder current_;
+    bool runs_taken_ = false; // the log's blocks may overlap (version 2)
     uint64_t next_sequence_ = 0;
     uint64_t reserved_bytes_ = 0; // UNTIL_FULL: bytes the blocks take in the log
     uint64_t discarded_ = 0;

@@ -28,6 +28,7 @@ public:
 
     bool valid() const { return memory_.valid(); }
     size_t used() const { return used_; }
+    size_t capacity() const { return capacity_; }
     bool empty() const { return used_ == 0; }
     bool fits(size_t bytes) const;
 

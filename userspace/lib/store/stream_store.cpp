@@ -13,6 +13,7 @@ StreamStore::StreamStore(size_t stream_size, int full_policy)
 void StreamStore::clear()
 {
     buffer_.clear();
+    beside_ = 0;
     full_ = false;
     head_loss_ = {};
     overwritten_ = {};
@@ -22,24 +23,34 @@ void StreamStore::clear()
 
 void StreamStore::overwrite_oldest_for(size_t bytes)
 {
-    while (!buffer_.fits(bytes) && !buffer_.empty()) {
-        const pt_record &oldest = buffer_.front();
-        if (oldest.event_id == POSIX_TRACE_OVERFLOW) {
-            posix_trace_overflow_data carried;
-            std::memcpy(&carried, oldest.data, sizeof carried);
-            head_loss_.in_kernel += carried.lost_in_kernel;
-            head_loss_.in_stream += carried.lost_in_stream;
-        } else if (oldest.event_id != POSIX_TRACE_RESUME) {
-            ++head_loss_.in_stream;
-            ++overwritten_.events;
-        }
-        head_loss_.timestamp_ns = oldest.timestamp_ns;
-        last_dropped_ns_ = oldest.timestamp_ns;
-        resume_due_ = true;
-        full_ = true;
-        ++overwritten_.records;
-        buffer_.pop();
+    while (!buffer_.fits(bytes) && !buffer_.empty())
+        overwrite_oldest();
+}
+
+void StreamStore::overwrite_before(uint64_t timestamp_ns)
+{
+    while (!buffer_.empty() && buffer_.front().timestamp_ns < timestamp_ns)
+        overwrite_oldest();
+}
+
+void StreamStore::overwrite_oldest()
+{
+    const pt_record &oldest = buffer_.front();
+    if (oldest.event_id == POSIX_TRACE_OVERFLOW) {
+        posix_trace_overflow_data carried;
+        std::memcpy(&carried, oldest.data, sizeof carried);
+        head_loss_.in_kernel += carried.lost_in_kernel;
+        head_loss_.in_stream += carried.lost_in_stream;
+    } else if (oldest.event_id != POSIX_TRACE_RESUME) {
+        ++head_loss_.in_stream;
+        ++overwritten_.events;
     }
+    head_loss_.timestamp_ns = oldest.timestamp_ns;
+    last_dropped_ns_ = oldest.timestamp_ns;
+    resume_due_ = true;
+    full_ = true;
+    ++overwritten_.records;
+    buffer_.pop();
 }
 
 StreamStore::Overwritten StreamStore::take_overwritten()

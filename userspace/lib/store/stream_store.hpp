@@ -46,7 +46,15 @@ public:
 
     bool valid() const { return buffer_.valid(); }
     bool empty() const { return buffer_.empty(); }
-    bool fits(size_t bytes) const { return buffer_.fits(bytes); }
+    bool fits(size_t bytes) const { return buffer_.fits(bytes) && fits_beside(bytes); }
+    // Bytes of the stream's events held beside the store until the stream
+    // flushes (LaneRuns): they take room in the stream too.
+    bool fits_beside(size_t bytes) const
+    {
+        return buffer_.used() + beside_ + bytes <= buffer_.capacity();
+    }
+    void hold_beside(size_t bytes) { beside_ += bytes; }
+    void forget_beside() { beside_ = 0; }
     const pt_record &front() const { return buffer_.front(); }
     void push(const pt_record &record, const void *data) { buffer_.push(record, data); }
     void pop() { buffer_.pop(); }
@@ -56,6 +64,9 @@ public:
     // LOOP: the oldest events go until `bytes` fit (or none is left). A
     // dropped loss report hands its counts on to the next.
     void overwrite_oldest_for(size_t bytes);
+    // LOOP: the events stamped before `timestamp_ns` go, as above: the
+    // transport overwrote younger ones (a lane took back its oldest).
+    void overwrite_before(uint64_t timestamp_ns);
     // What was overwritten since the last call: records of any kind (each
     // sets the overrun status), and the events among them (each a loss).
     struct Overwritten {
@@ -82,7 +93,10 @@ public:
     void set_full(bool full) { full_ = full; }
 
 private:
+    void overwrite_oldest();
+
     EventBuffer buffer_;
+    size_t beside_ = 0;
     bool full_ = false;
     LossReport head_loss_;         // LOOP overwrote the oldest events
     Overwritten overwritten_;      // not taken into the stream's counts yet

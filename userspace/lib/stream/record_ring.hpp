@@ -70,6 +70,11 @@ public:
                 size};
     }
 
+    // A ring made of chunks (LocalRing): their size, a power of two, and no
+    // record crosses from one to the next; 0 for others. A whole chunk's
+    // records may be taken at once (RingMerger::Sinks::chunk).
+    virtual uint64_t chunk_bytes() const { return 0; }
+
     // Whether every record is stamped no earlier than the one before it (a
     // ring with one writer at a time, which stamps after it reserves); the
     // kernel's are not (a program interrupts another between its

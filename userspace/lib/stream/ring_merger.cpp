@@ -15,6 +15,14 @@ constexpr size_t kMaxObservations = 64;
 // 4 it gets 7.3-9.5 M/s, and the drain keeps as much.
 constexpr size_t kRecordsReadEachRound = 4096;
 constexpr size_t kMostRoundsEachPass = 4;
+// Whole chunks a round lets a sink take of each ring: a megabyte, so a pass
+// that takes a backlog still lets readers in.
+constexpr size_t kMostChunksEachRound = 16;
+// How far past the oldest record not read in any ring a chunk may start to
+// be offered: without it, a ring read as fast as another but written more
+// slowly runs ahead in time, and what the sink took past the safe point
+// grows with the backlog.
+constexpr uint64_t kChunksAheadNs = 2'000'000;
 
 } // namespace
 
@@ -33,13 +41,13 @@ void RingMerger::add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns)
 // Hands `visit` each committed record from `scanned` up to `producer`,
 // stopping at the first one still being written.
 template <class Visit>
-void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, size_t most)
+size_t RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, size_t most)
 {
     size_t read = 0;
     while (window.scanned < producer) {
         if (read == most) {
             window.behind = true;
-            return;
+            return read;
         }
         RecordRing::Record next = window.reader->at(window.scanned);
         if (next.slot == RecordRing::Slot::Busy)
@@ -50,9 +58,85 @@ void RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, 
         }
         window.scanned += next.size;
     }
+    return read;
 }
 
-uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
+// Whole chunks the sink takes are passed as read, their latest stamp the
+// ring's latest; the first it leaves, and all after, are read one record at
+// a time.
+RingMerger::Offered RingMerger::offer_whole_chunks(Window &window, uint64_t end, const Offer &offer)
+{
+    uint64_t bytes = window.reader->chunk_bytes();
+    for (size_t offered = 0; offered < kMostChunksEachRound; ++offered) {
+        uint64_t chunk_end = window.scanned + bytes;
+        if (window.scanned % bytes || end < chunk_end)
+            return Offered::All;
+        if (next_stamp(window).value_or(0) > offer.horizon_ns)
+            return Offered::Ahead;
+        std::optional<uint64_t> latest_ns =
+            offer.sink({*window.reader, window.scanned, chunk_end, last_delivered_ns_});
+        if (!latest_ns)
+            return Offered::Refused;
+        window.latest_ns = std::max(window.latest_ns, *latest_ns);
+        window.scanned = chunk_end;
+    }
+    window.behind = true;
+    return Offered::All;
+}
+
+// The writer took back records past the merge's claim: every record the
+// merge claimed and has not delivered is older than those. POSIX_TRACE_LOOP
+// overwrites the oldest first, so these go too, counted with them;
+// otherwise a drain held back for a while would deliver a window of old
+// records, then, after a gap, the newest. Returns what may be read now.
+RecordRing::Readable RingMerger::drop_older_than_taken_back(Window &window,
+                                                            RecordRing::Readable readable)
+{
+    uint64_t dropped = window.pending.size() - window.head;
+    if (dropped) // sorted by stamp from the head on
+        window.taken_back_since_ns =
+            std::min(window.taken_back_since_ns, window.front().timestamp_ns);
+    window.pending.resize(window.head);
+    dropped += read_committed(
+        window, readable.end,
+        [&](const pt_record *record) {
+            window.taken_back_since_ns =
+                std::min<uint64_t>(window.taken_back_since_ns, record->timestamp_ns);
+        },
+        SIZE_MAX);
+    dropped_older_ += dropped;
+    if (window.scanned < readable.end)
+        return readable; // a record still being written: the rest comes next time
+    RecordRing::Readable next = window.reader->readable(window.scanned);
+    window.readable = next.end;
+    return next;
+}
+
+// The stamp of the record at the window's position, if it is committed.
+std::optional<uint64_t> RingMerger::next_stamp(const Window &window)
+{
+    if (!window.reader->mapped() || window.scanned >= window.reader->producer())
+        return std::nullopt;
+    RecordRing::Record next = window.reader->at(window.scanned);
+    if (next.slot != RecordRing::Slot::Committed)
+        return std::nullopt;
+    return next.record->timestamp_ns;
+}
+
+// A round offers chunks that start no later than a little past the oldest
+// record not read in a ring of chunks.
+uint64_t RingMerger::chunk_horizon(const ChunkSink &chunks) const
+{
+    if (!chunks)
+        return 0;
+    uint64_t oldest = UINT64_MAX;
+    for (const Window &window : windows_)
+        if (window.reader->chunk_bytes() && window.reader->in_timestamp_order())
+            oldest = std::min(oldest, next_stamp(window).value_or(UINT64_MAX));
+    return oldest > UINT64_MAX - kChunksAheadNs ? UINT64_MAX : oldest + kChunksAheadNs;
+}
+
+uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
 {
     uint64_t producer = window.reader->producer();
     auto &seen = window.observations;
@@ -65,8 +149,10 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
     }
     RecordRing::Readable readable = window.reader->readable(window.scanned);
     window.readable = readable.end;
-    if (readable.taken_back)
+    if (readable.taken_back) {
         window.taken_back_since_ns = std::min(window.taken_back_since_ns, window.claimed_ns);
+        readable = drop_older_than_taken_back(window, readable);
+    }
     if (readable.claimed)
         window.claimed_ns = now_ns;
     // What a look saw is the producer itself, past what the ring lets this
@@ -75,13 +161,27 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns)
     producer = window.reader->producer();
     if (seen.back().time_ns != now_ns) // one look a pass, however many rounds
         seen.push_back({producer, now_ns});
-    read_committed(
-        window, readable.end,
-        [&](const pt_record *record) {
-            insert_sorted(window, {record->timestamp_ns, window.scanned, record});
-            window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
-        },
-        kRecordsReadEachRound);
+    auto visit = [&](const pt_record *record) {
+        insert_sorted(window, {record->timestamp_ns, window.scanned, record});
+        window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
+    };
+    size_t read = 0;
+    Offered offered = Offered::All;
+    // The chunk begun is read to its end, if it is whole, so that the
+    // whole chunks after it may be taken at once.
+    if (uint64_t bytes = window.reader->chunk_bytes();
+        bytes && offer.sink && window.reader->in_timestamp_order()) {
+        uint64_t boundary = (window.scanned + bytes - 1) & ~(bytes - 1);
+        if (boundary <= readable.end) {
+            read = read_committed(window, boundary, visit, kRecordsReadEachRound);
+            if (window.scanned == boundary)
+                offered = offer_whole_chunks(window, readable.end, offer);
+        }
+    }
+    if (offered == Offered::Ahead) // left for a later round, whole
+        window.behind = true;
+    else if (!window.behind)
+        read_committed(window, readable.end, visit, kRecordsReadEachRound - read);
     if (readable.more && window.scanned == readable.end)
         window.behind = true; // the ring lets the next round read on
     // The bound is the time of the latest look whose producer position was
@@ -120,8 +220,9 @@ uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, con
     uint64_t safe_ns = 0;
     for (size_t round = 0; round < kMostRoundsEachPass; ++round) {
         uint64_t bound = now_ns;
+        Offer offer{sinks.chunk, chunk_horizon(sinks.chunk)};
         for (Window &window : windows_)
-            bound = std::min(bound, scan(window, now_ns));
+            bound = std::min(bound, scan(window, now_ns, offer));
         safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;
         deliver(safe_ns, system, sinks);
         for (Window &window : windows_)

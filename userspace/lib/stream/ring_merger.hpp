@@ -3,6 +3,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "posixtrace.h"
@@ -39,6 +41,19 @@ class RingMerger {
 public:
     using RecordSink = std::function<void(const pt_record &)>;
     using SystemSink = std::function<void(SystemEvent &&)>;
+    // A whole chunk of a ring in timestamp order that the merge has not read
+    // any of (RecordRing::whole_chunk_at), from position `from` to `to`.
+    // Its records are no older than what the ring still held back, so no
+    // older than the safe point of the pass; a record stamped before
+    // `not_before_ns` (what was delivered last) would come late.
+    struct Chunk {
+        const RecordRing &ring;
+        uint64_t from, to;
+        uint64_t not_before_ns;
+    };
+    // Takes every record of the chunk at once, and returns the latest stamp
+    // among them; or takes none: nullopt, and the merge reads them.
+    using ChunkSink = std::function<std::optional<uint64_t>(const Chunk &)>;
     struct Sinks {
         RecordSink record;
         SystemSink system;
@@ -47,6 +62,8 @@ public:
         // that broke the argument above could cause it; such a record is
         // not delivered out of order but dropped (the stream counts it).
         RecordSink late;
+        // Empty: no chunk is offered.
+        ChunkSink chunk;
     };
 
     // The margin absorbs what separates the two clocks read (the vDSO's
@@ -84,6 +101,10 @@ public:
     // own reported later, at a later claim.
     uint64_t taken_back_after_ns() const;
     void forget_taken_back();
+    // Records the merge had claimed and not delivered when their ring's
+    // writer took back younger ones, dropped since the last call: the
+    // caller counts them overwritten.
+    uint64_t take_dropped_older() { return std::exchange(dropped_older_, 0); }
     // Records read or reserved and not delivered yet.
     bool holding() const;
     // The last pass left records it had time to read: the next may come at once.
@@ -121,10 +142,22 @@ private:
         const Pending &front() const { return pending[head]; }
     };
 
+    // Returns how many records it read.
     template <class Visit>
-    static void read_committed(Window &window, uint64_t producer, Visit visit, size_t most);
+    static size_t read_committed(Window &window, uint64_t producer, Visit visit, size_t most);
     // Reads the committed prefix of `window`; returns the ring's bound.
-    uint64_t scan(Window &window, uint64_t now_ns);
+    // Chunks are offered in time order across rings, about: the sink's
+    // runs then stay close behind the safe point.
+    struct Offer {
+        const ChunkSink &sink;
+        uint64_t horizon_ns; // no chunk starting later than this is offered
+    };
+    uint64_t scan(Window &window, uint64_t now_ns, const Offer &offer);
+    RecordRing::Readable drop_older_than_taken_back(Window &window, RecordRing::Readable readable);
+    static std::optional<uint64_t> next_stamp(const Window &window);
+    uint64_t chunk_horizon(const ChunkSink &chunks) const;
+    enum class Offered { All, Refused, Ahead };
+    Offered offer_whole_chunks(Window &window, uint64_t end, const Offer &offer);
     static void insert_sorted(Window &window, const Pending &record);
     void deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
     void deliver_record(Window &window, const Sinks &sinks);
@@ -132,6 +165,7 @@ private:
 
     std::vector<Window> windows_;
     uint64_t last_delivered_ns_ = 0;
+    uint64_t dropped_older_ = 0;
 };
 
 } // namespace posixtrace

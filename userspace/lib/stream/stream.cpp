@@ -56,8 +56,13 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; });
     processes_.emplace(*user_events_);
     library_threads_ = LibraryThreadFilter(creator_pid_);
+    // A FLUSH stream of its own process hands its lanes' chunks to its log whole.
+    size_t run_bytes =
+        takes_lanes(target, attributes) && attributes.stream_full_policy == POSIX_TRACE_FLUSH
+            ? LaneRuns::kRunBytesAtLeast
+            : 0;
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
-        if (int err = open_log(log_fd))
+        if (int err = open_log(log_fd, run_bytes))
             return err;
 
     std::string binary;
@@ -115,6 +120,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!merger_.ready())
         return ENOMEM;
     sources_.push_back(std::move(kernel_source));
+    bool lanes_attached = lanes != nullptr;
     if (lanes)
         sources_.push_back(std::move(lanes));
 
@@ -139,6 +145,10 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // One offset for the stream's life: the conversion keeps the order (and
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
+    if (log_ && log_->runs_taken() && lanes_attached)
+        runs_ = std::make_unique<LaneRuns>(*log_, realtime_offset_ns_);
+    if (runs_ && !runs_->valid())
+        runs_.reset(); // the merge takes every record, as without a log
     last_pass_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
@@ -187,7 +197,7 @@ bool Stream::takes_lanes(pid_t target, const Attributes &attributes) const
            !(path && std::string_view(path) == "kernel");
 }
 
-int Stream::open_log(int log_fd)
+int Stream::open_log(int log_fd, size_t run_bytes_wanted)
 {
     // The writing thread wakes the drain thread when a flush is done, so the
     // flush-stop event is recorded then.
@@ -195,8 +205,8 @@ int Stream::open_log(int log_fd)
         if (wakeup_)
             wake_drain();
     };
-    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(), progress,
-                                  log_);
+    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(),
+                                  run_bytes_wanted, progress, log_);
 }
 
 Stream::~Stream()
@@ -234,6 +244,9 @@ void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_n
 {
     if (filtered_locked(id))
         return;
+    // Everything stamped before the merge's safe point is in the stream: a
+    // log's watermark may say so (move_to_log_locked).
+    timestamp_ns = std::max(timestamp_ns, safe_ns_);
     const auto *bytes = static_cast<const uint8_t *>(data);
     auto at = pending_system_.end();
     while (at != pending_system_.begin() && std::prev(at)->header.timestamp_ns > timestamp_ns)
@@ -363,6 +376,8 @@ int Stream::clear()
     hidden_wakeups_.forget_all();
     pending_system_.clear();
     store_->clear();
+    if (runs_)
+        runs_->drop_all();
     ledger_.clear(counted, misses, now);
     // POSIX: the log is reset too. The flushes so far end with it: their
     // blocks are gone. (An APPEND log, or one written to a pipe, keeps what

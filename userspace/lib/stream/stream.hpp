@@ -32,6 +32,7 @@
 #include "stages/record_kind.hpp"
 #include "store/loss_ledger.hpp"
 #include "store/stream_store.hpp"
+#include "stream/lane_runs.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
@@ -113,7 +114,7 @@ private:
     bool running() const { return phase_ == StreamPhase::Running; }
     bool shut_down() const { return phase_ == StreamPhase::ShutDown; }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
-    int open_log(int log_fd);
+    int open_log(int log_fd, size_t run_bytes_wanted);
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
     bool move_to_log_locked();
     void account_log_failure_locked();
@@ -121,6 +122,7 @@ private:
     void close_full_log_locked(uint64_t timestamp_ns);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
     void note_flush_start_locked(uint64_t monotonic_ns);
+    std::optional<uint64_t> take_chunk_locked(const RingMerger::Chunk &chunk);
     void check_flush_done_locked();
     log::FinalState final_state_locked();
     std::vector<log::NamedType> event_types_locked() const;
@@ -131,6 +133,7 @@ private:
     void rescan_after_lifecycle_loss_locked(uint64_t now_ns);
     void report_kernel_losses_locked(const SourceLosses &counted);
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
+    void overwrite_stored_before_locked(uint64_t monotonic_ns);
     void account_refusals_locked(uint64_t now_ns, uint64_t refused);
     uint64_t report_time_locked(uint64_t looked_ns) const;
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
@@ -229,6 +232,10 @@ private:
     std::optional<ImagesToForget> images_to_forget_;
     std::set<pid_t> thread_agents_;
     HiddenWakeups hidden_wakeups_;
+    // FLUSH with a log that takes runs, and lanes. Before the log: the log's
+    // writing thread may write from a run's memory until the log is gone.
+    std::unique_ptr<LaneRuns> runs_;
+    bool read_with_getnext_ = false; // then it takes no more runs
     std::unique_ptr<log::LogWriter> log_;
     std::deque<uint64_t> flushes_; // tickets of the flushes still being written
 };

@@ -77,8 +77,15 @@ void Stream::drain_pass_locked()
         [this](const pt_record &record) {
             if (uint64_t events = drop_record_locked(record))
                 note_stream_loss_locked(StreamLoss::Late, events);
-        }};
-    safe_ns_ = merger_.merge(now, pending_system_, sinks);
+        },
+        runs_ ? RingMerger::ChunkSink(
+                    [this](const RingMerger::Chunk &chunk) { return take_chunk_locked(chunk); })
+              : RingMerger::ChunkSink()};
+    safe_ns_ = std::max(safe_ns_, merger_.merge(now, pending_system_, sinks));
+    // Claimed records older than what a lane took back went with it (LOOP):
+    // reported with this pass's other losses, before anything younger.
+    if (uint64_t older = merger_.take_dropped_older())
+        note_stream_loss_locked(StreamLoss::Overwritten, older);
     filters_.forget_before(merger_.last_delivered_ns());
     if (images_to_forget_ && safe_ns_ > images_to_forget_->looked_ns) {
         user_events_->drop_images(images_to_forget_->images);
@@ -149,15 +156,30 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
     SourceLosses fresh = ledger_.fresh_transport(counted);
     uint64_t lost = fresh.ring_full + fresh.unreported_switches + skipped;
     if (fresh.overwritten) { // a lane made room as the stream would have (LOOP)
-        // The records it took were reserved after its latest claim before.
+        // The records it took were reserved after its latest claim before;
+        // the stream's events older than that go too: LOOP overwrites the
+        // oldest first.
         looked_ns = std::min(looked_ns, merger_.taken_back_after_ns());
         merger_.forget_taken_back();
         ledger_.count_stream_loss(StreamLoss::Overwritten, fresh.overwritten);
+        overwrite_stored_before_locked(looked_ns);
     }
     if (!lost && !fresh.overwritten)
         return;
     ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
     queue_loss_events_locked({lost, fresh.overwritten, 0}, report_time_locked(looked_ns));
+}
+
+// What the store holds stamped before `monotonic_ns` goes, counted as the
+// policy's own overwriting is (its report leads what is left).
+void Stream::overwrite_stored_before_locked(uint64_t monotonic_ns)
+{
+    store_->overwrite_before(uint64_t(int64_t(monotonic_ns) + realtime_offset_ns_));
+    StreamStore::Overwritten overwritten = store_->take_overwritten();
+    if (overwritten.records)
+        ledger_.set_overrun();
+    if (overwritten.events)
+        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten.events);
 }
 
 // A lane record given up held its ring back from where it was reserved:

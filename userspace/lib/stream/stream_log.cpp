@@ -75,9 +75,17 @@ bool Stream::move_to_log_locked()
         return false;
     }
     auto name_of = [this](uint32_t id) { return event_name_locked(id); };
+    // Every event the stream hands over later is stamped no earlier than
+    // what was delivered, nor than the merge's safe point: a record is
+    // delivered past it, a run was not read when it passed, a system event
+    // is queued there at the earliest.
+    uint64_t later_ns =
+        uint64_t(int64_t(std::max(merger_.last_delivered_ns(), safe_ns_)) + realtime_offset_ns_);
     pt_record report;
     posix_trace_overflow_data loss;
     auto append = [&](const pt_record &record, const void *data) {
+        if (runs_)
+            runs_->hand_over_before(record.timestamp_ns, later_ns);
         if (log_->append(record, data, name_of) == log::LogWriter::Appended::filled_it)
             close_full_log_locked(record.timestamp_ns);
     };
@@ -88,9 +96,43 @@ bool Stream::move_to_log_locked()
         append(record, record.data);
         store_->pop();
     }
+    if (runs_)
+        runs_->hand_over_before(UINT64_MAX, later_ns);
+    store_->forget_beside();
     full_policy_->after_flush(*store_);
-    flushes_.push_back(log_->submit());
+    flushes_.push_back(log_->submit(later_ns));
     return true;
+}
+
+// A whole chunk of a lane as a run of the log, held until the stream
+// flushes, in the stream's room: a stream it fills flushes first.
+std::optional<uint64_t> Stream::take_chunk_locked(const RingMerger::Chunk &chunk)
+{
+    LaneRuns::Judge judge{
+        [this](uint64_t ns) { return cut_offs_.of(ns) == CutOffs::Verdict::Keep; },
+        [this](const pt_record &record) {
+            return classify(record) == RecordKind::UserEvent &&
+                   user_events_->stream_id(pid_t(record.pid), record.image, record.event_id) ==
+                       record.event_id;
+        },
+        [this](uint32_t id) { return event_name_locked(id); }};
+    // The chunk's bytes bound what its run takes, names aside.
+    size_t bytes = size_t(chunk.to - chunk.from);
+    if (!store_->fits_beside(bytes) ||
+        runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
+        if (move_to_log_locked())
+            note_flush_start_locked(merger_.last_delivered_ns());
+    }
+    if (!store_->fits_beside(bytes))
+        return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
+    if (log_->first_error() || read_with_getnext_)
+        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
+    std::optional<LaneRuns::Taken> taken = runs_->take(chunk, judge);
+    if (!taken)
+        return std::nullopt;
+    ledger_.count_recorded(taken->events);
+    store_->hold_beside(taken->bytes);
+    return taken->latest_ns;
 }
 
 // Once a write to the log failed, the log ends there (it stays readable up
@@ -105,7 +147,16 @@ void Stream::account_log_failure_locked()
         ledger_.count_stream_loss(StreamLoss::Unwritten, unwritten);
     }
     int err = log_->first_error();
-    if (!err || log_error_reported_)
+    if (!err)
+        return;
+    // Runs held can go nowhere now; unlike the stream's events, they are
+    // not read from the stream either.
+    if (uint64_t held = runs_ ? runs_->drop_all() : 0) {
+        ledger_.take_back_recorded(held);
+        ledger_.count_stream_loss(StreamLoss::Unwritten, held);
+        store_->forget_beside();
+    }
+    if (log_error_reported_)
         return;
     log_error_reported_ = true;
     posix_trace_error_data error{err};
@@ -137,6 +188,9 @@ void Stream::drop_for_failed_log_locked()
     }
     if (error)
         store_->push(error_record, &*error); // already counted, already in realtime
+    if (runs_)
+        dropped += runs_->drop_all();
+    store_->forget_beside();
     ledger_.take_back_recorded(dropped);
     ledger_.count_stream_loss(StreamLoss::Unwritten, dropped);
     full_policy_->after_flush(*store_);
@@ -159,11 +213,12 @@ void Stream::close_full_log_locked(uint64_t timestamp_ns)
 }
 
 // The flush-start event goes into the emptied stream, after the events the
-// flush took: it is in the log with the next flush.
+// flush took: it is in the log with the next flush. Through the merge, like
+// every system event: a loss report queued at an earlier time comes before
+// it, so the stream stays in time order.
 void Stream::note_flush_start_locked(uint64_t monotonic_ns)
 {
-    if (!filtered_locked(POSIX_TRACE_FLUSH_START))
-        push_locked(system_record(POSIX_TRACE_FLUSH_START, monotonic_ns, 0), nullptr);
+    queue_system_event_locked(POSIX_TRACE_FLUSH_START, monotonic_ns, nullptr, 0);
 }
 
 // One flush-stop event for each flush the log writer has finished.

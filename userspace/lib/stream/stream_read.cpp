@@ -109,6 +109,7 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
             std::lock_guard lock(mutex_);
             if (shut_down())
                 return EINVAL;
+            read_with_getnext_ = true; // what it reads is what the merge delivers: no runs
             int err = read_locked(to);
             update_readable_locked();
             if (err == 0) {

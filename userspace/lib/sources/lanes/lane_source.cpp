@@ -130,6 +130,8 @@ public:
                                                                : LocalRing::kWhole);
     }
 
+    uint64_t chunk_bytes() const override { return lane_.ring.chunk_bytes(); }
+
     void release(uint64_t position) override
     {
         lane_.ring.hand_back_chunks_before(position);

@@ -62,6 +62,7 @@ public:
 
     // The reader's side, besides RecordRing.
     bool in_timestamp_order() const override { return true; }
+    uint64_t chunk_bytes() const override { return pool_.chunk_bytes(); }
     // A window of `ahead` bytes at a time, claimed: the writer takes back
     // only what lies past it. A ring whose writer takes nothing back is
     // read whole: kWhole.

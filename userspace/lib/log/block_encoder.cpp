@@ -1,0 +1,95 @@
+#include "log/block_encoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace posixtrace::log {
+
+BlockEncoder::BlockEncoder(uint8_t *memory, size_t capacity)
+    : memory_(memory), size_(kBlockHeaderSize), capacity_(capacity)
+{
+}
+
+uint8_t *BlockEncoder::grow(size_t bytes)
+{
+    uint8_t *at = memory_ + size_;
+    size_ += bytes;
+    return at;
+}
+
+size_t BlockEncoder::name_record_bytes(const std::string &name)
+{
+    return padded8(kNameRecordHeader + std::min(name.size(), kMaxNameLength));
+}
+
+size_t BlockEncoder::event_record_bytes(uint32_t data_len)
+{
+    return padded8(kEventRecordHeader + std::min<size_t>(data_len, kMaxEventData));
+}
+
+void BlockEncoder::add_name(uint32_t id, const std::string &name)
+{
+    size_t length = std::min(name.size(), kMaxNameLength);
+    size_t size = padded8(kNameRecordHeader + length);
+    uint8_t *record = grow(size);
+    std::memset(record + kNameRecordHeader + length, 0, size - kNameRecordHeader - length);
+    store<uint32_t>(record, uint32_t(size));
+    store<uint16_t>(record + 6, 0);
+    store<uint16_t>(record + 4, kRecordName);
+    store<uint32_t>(record + 8, id);
+    store<uint32_t>(record + 12, uint32_t(length));
+    std::memcpy(record + kNameRecordHeader, name.data(), length);
+    if (id < named_.size())
+        named_[id] = true;
+    ++records_;
+}
+
+void BlockEncoder::add_event(const pt_record &record, const void *data)
+{
+    size_t length = std::min<size_t>(record.data_len, kMaxEventData);
+    size_t used = kEventRecordHeader + length, size = padded8(used);
+    uint8_t *out = grow(size); // every byte is written below
+    std::memset(out + used, 0, size - used);
+    store<uint32_t>(out, uint32_t(size));
+    store<uint16_t>(out + 4, kRecordEvent);
+    store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
+    store<uint32_t>(out + 8, record.event_id);
+    store<uint32_t>(out + 12, uint32_t(length));
+    store<uint64_t>(out + 16, record.timestamp_ns);
+    store<uint32_t>(out + 24, record.pid);
+    store<uint32_t>(out + 28, record.tid);
+    store<uint64_t>(out + 32, record.thread_id);
+    store<uint64_t>(out + 40, record.prog_address);
+    if (length)
+        std::memcpy(out + kEventRecordHeader, data, length);
+    first_ns_ =
+        events_ == 0 ? record.timestamp_ns : std::min<uint64_t>(first_ns_, record.timestamp_ns);
+    last_ns_ = std::max<uint64_t>(last_ns_, record.timestamp_ns);
+    ++records_;
+    ++events_;
+}
+
+void BlockEncoder::add_watermark(uint64_t complete_below_ns)
+{
+    uint8_t *record = grow(kWatermarkRecordSize);
+    store<uint32_t>(record, uint32_t(kWatermarkRecordSize));
+    store<uint16_t>(record + 4, kRecordWatermark);
+    store<uint16_t>(record + 6, 0);
+    store<uint64_t>(record + 8, complete_below_ns);
+    ++records_;
+}
+
+std::span<uint8_t> BlockEncoder::finish(uint64_t sequence)
+{
+    uint8_t *header = memory_;
+    store<uint32_t>(header, kBlockMagic);
+    store<uint32_t>(header + 4, 0); // the CRC, once the writer has the whole block
+    store<uint64_t>(header + 8, sequence);
+    store<uint32_t>(header + 16, uint32_t(payload_bytes()));
+    store<uint32_t>(header + 20, records_);
+    store<uint64_t>(header + 24, first_ns_);
+    store<uint64_t>(header + 32, last_ns_);
+    return {memory_, size_};
+}
+
+} // namespace posixtrace::log

@@ -1,0 +1,86 @@
+#pragma once
+#include <trace.h>
+
+#include <bitset>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "log/log_format.hpp"
+#include "posixtrace.h"
+
+namespace posixtrace::log {
+
+// A block's bytes are all written before they are read, so growing it for
+// the next record need not zero it first (std::allocator's resize would).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+    template <typename U> struct rebind {
+        using other = UninitializedAllocator<U>;
+    };
+    UninitializedAllocator() = default;
+    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+    template <typename U> void construct(U *at) noexcept { ::new (static_cast<void *>(at)) U; }
+    template <typename U, typename... Args> void construct(U *at, Args &&...args)
+    {
+        ::new (static_cast<void *>(at)) U(std::forward<Args>(args)...);
+    }
+};
+using BlockBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
+// Lays out one block of a trace log (docs/log-format.md, "Blocks" and
+// "Records") in memory its owner provides: its records one after the
+// other, then its header once it is finished. It knows nothing of where the
+// block goes, nor of the log's policy; the writer decides that.
+class BlockEncoder {
+public:
+    BlockEncoder() = default;
+    // `capacity`: the most bytes of records, a watermark record's room
+    // excluded; `memory` has room for memory_for(capacity) bytes.
+    BlockEncoder(uint8_t *memory, size_t capacity);
+    static constexpr size_t memory_for(size_t capacity)
+    {
+        return kBlockHeaderSize + capacity + kWatermarkRecordSize;
+    }
+
+    bool empty() const { return records_ == 0; }
+    uint32_t events() const { return events_; }
+    size_t payload_bytes() const { return size_ - kBlockHeaderSize; }
+    size_t bytes() const { return size_; }
+    size_t room() const { return capacity_ - payload_bytes(); }
+    size_t capacity() const { return capacity_; }
+    uint8_t *memory() const { return memory_; }
+    // The smallest and the largest stamp of its events.
+    uint64_t first_ns() const { return first_ns_; }
+    uint64_t last_ns() const { return last_ns_; }
+
+    bool named(uint32_t id) const { return id < named_.size() && named_[id]; }
+    static size_t name_record_bytes(const std::string &name);
+    static size_t event_record_bytes(uint32_t data_len);
+    // The caller checked room() for them.
+    void add_name(uint32_t id, const std::string &name);
+    // `record.timestamp_ns` as the log holds it (CLOCK_REALTIME).
+    void add_event(const pt_record &record, const void *data);
+    // Logs whose blocks may overlap in time: every event stamped before
+    // `complete_below_ns` is in this block or an earlier one. Its room is
+    // kept apart from `capacity`.
+    void add_watermark(uint64_t complete_below_ns);
+    // Fills in the header: the block's bytes, in place.
+    std::span<uint8_t> finish(uint64_t sequence);
+
+private:
+    uint8_t *grow(size_t bytes);
+
+    uint8_t *memory_ = nullptr;
+    size_t size_ = 0;
+    size_t capacity_ = 0;
+    std::bitset<POSIX_TRACE_EVENT_ID_LIMIT> named_;
+    uint32_t records_ = 0; // events, names and watermarks
+    uint32_t events_ = 0;
+    uint64_t first_ns_ = 0;
+    uint64_t last_ns_ = 0;
+};
+
+} // namespace posixtrace::log
