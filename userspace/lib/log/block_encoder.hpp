@@ -4,31 +4,13 @@
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "log/log_format.hpp"
 #include "posixtrace.h"
 
 namespace posixtrace::log {
-
-// A block's bytes are all written before they are read, so growing it for
-// the next record need not zero it first (std::allocator's resize would).
-template <typename T> struct UninitializedAllocator : std::allocator<T> {
-    template <typename U> struct rebind {
-        using other = UninitializedAllocator<U>;
-    };
-    UninitializedAllocator() = default;
-    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
-    template <typename U> void construct(U *at) noexcept { ::new (static_cast<void *>(at)) U; }
-    template <typename U, typename... Args> void construct(U *at, Args &&...args)
-    {
-        ::new (static_cast<void *>(at)) U(std::forward<Args>(args)...);
-    }
-};
-using BlockBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 // Lays out one block of a trace log (docs/log-format.md, "Blocks" and
 // "Records") in memory its owner provides: its records one after the
@@ -51,7 +33,6 @@ public:
     size_t bytes() const { return size_; }
     size_t room() const { return capacity_ - payload_bytes(); }
     size_t capacity() const { return capacity_; }
-    uint8_t *memory() const { return memory_; }
     // The smallest and the largest stamp of its events.
     uint64_t first_ns() const { return first_ns_; }
     uint64_t last_ns() const { return last_ns_; }

@@ -29,7 +29,7 @@ constexpr size_t kStopRecordBytes = padded8(kEventRecordHeader + sizeof(posix_tr
 
 size_t name_record_bytes(const std::optional<std::string> &name)
 {
-    return name ? padded8(kNameRecordHeader + std::min(name->size(), kMaxNameLength)) : 0;
+    return name ? BlockEncoder::name_record_bytes(*name) : 0;
 }
 
 size_t round_up(size_t value, size_t multiple)
@@ -306,12 +306,16 @@ size_t LogWriter::run_capacity() const
     return payload_capacity() - kWatermarkRecordSize;
 }
 
+// The block being filled goes later, whole: a block a run cut short would
+// take a LOOP slot of its own. Its events are not complete until then.
 uint64_t LogWriter::submit_run(BlockEncoder &run, uint64_t complete_below_ns)
 {
     if (run.empty()) {
         std::lock_guard lock(mutex_);
         return next_ticket_ - 1;
     }
+    if (!current_.empty())
+        complete_below_ns = std::min(complete_below_ns, current_.first_ns());
     return queue_block(run, {}, complete_below_ns);
 }
 

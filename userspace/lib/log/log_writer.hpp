@@ -22,6 +22,22 @@
 
 namespace posixtrace::log {
 
+// A block's bytes are all written before they are read, so growing it for
+// the next record need not zero it first (std::allocator's resize would).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+    template <typename U> struct rebind {
+        using other = UninitializedAllocator<U>;
+    };
+    UninitializedAllocator() = default;
+    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+    template <typename U> void construct(U *at) noexcept { ::new (static_cast<void *>(at)) U; }
+    template <typename U, typename... Args> void construct(U *at, Args &&...args)
+    {
+        ::new (static_cast<void *>(at)) U(std::forward<Args>(args)...);
+    }
+};
+using BlockBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
 // What the trailer records when the stream is shut down.
 struct FinalState {
     posix_trace_status_info status;
@@ -46,7 +62,7 @@ public:
     // cannot use: LOOP needs a seekable regular file), ENOSPC, EFBIG, EIO.
     // `progress` is called from the writing thread when a block is done.
     // `run_bytes_wanted`: the stream would hand over runs of that many
-    // bytes of records (start_run()), 0 none; the log takes them unless its
+    // bytes of records (submit_run()), 0 none; the log takes them unless its
     // policy or its blocks keep it from (runs_taken()).
     static int create(int fd, const Attributes &attributes, pid_t target,
                       const std::vector<NamedType> &known_types, size_t run_bytes_wanted,
@@ -85,9 +101,10 @@ public:
     bool runs_taken() const { return runs_taken_; }
     // The most bytes of records a run holds.
     size_t run_capacity() const;
-    // Hands the run over, after the events appended so far; a ticket as
-    // submit() gives. Its memory is the caller's, and must stay as it is
-    // until the ticket is done(). `complete_below_ns` as for submit().
+    // Hands the run over; a ticket as submit() gives. Its memory is the
+    // caller's, and must stay as it is until the ticket is done().
+    // `complete_below_ns` as for submit(); the events appended and not
+    // submitted yet count among those still to come.
     uint64_t submit_run(BlockEncoder &run, uint64_t complete_below_ns);
     bool done(uint64_t ticket) const;
     // Waits for every block, writes the trailer (with `state`, its log full

@@ -174,7 +174,6 @@ void LaneRuns::hand_over_before(uint64_t next_ns, uint64_t later_ns)
     }
     while (next_ < held_.size() && held_[next_].block.first_ns() <= next_ns) {
         Run &run = held_[next_++];
-        log_.submit(std::min(run.block.first_ns(), later_ns)); // the events before it, first
         uint64_t complete_below_ns = std::min({next_ns, next_first_ns(), later_ns});
         open_in_log_.emplace_back(run.block.last_ns(), run.block.bytes());
         open_in_log_bytes_ += run.block.bytes();

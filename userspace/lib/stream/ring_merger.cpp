@@ -169,8 +169,8 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     Offered offered = Offered::All;
     // The chunk begun is read to its end, if it is whole, so that the
     // whole chunks after it may be taken at once.
-    if (uint64_t bytes = window.reader->chunk_bytes();
-        bytes && offer.sink && window.reader->in_timestamp_order()) {
+    if (uint64_t bytes = offer.sink ? window.reader->chunk_bytes() : 0;
+        bytes && window.reader->in_timestamp_order()) {
         uint64_t boundary = (window.scanned + bytes - 1) & ~(bytes - 1);
         if (boundary <= readable.end) {
             read = read_committed(window, boundary, visit, kRecordsReadEachRound);

@@ -159,10 +159,11 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
         // The records it took were reserved after its latest claim before;
         // the stream's events older than that go too: LOOP overwrites the
         // oldest first.
-        looked_ns = std::min(looked_ns, merger_.taken_back_after_ns());
+        uint64_t taken_after_ns = merger_.taken_back_after_ns();
+        looked_ns = std::min(looked_ns, taken_after_ns);
         merger_.forget_taken_back();
         ledger_.count_stream_loss(StreamLoss::Overwritten, fresh.overwritten);
-        overwrite_stored_before_locked(looked_ns);
+        overwrite_stored_before_locked(taken_after_ns);
     }
     if (!lost && !fresh.overwritten)
         return;

@@ -116,17 +116,17 @@ std::optional<uint64_t> Stream::take_chunk_locked(const RingMerger::Chunk &chunk
                        record.event_id;
         },
         [this](uint32_t id) { return event_name_locked(id); }};
+    if (log_->first_error() || read_with_getnext_)
+        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     // The chunk's bytes bound what its run takes, names aside.
     size_t bytes = size_t(chunk.to - chunk.from);
     if (!store_->fits_beside(bytes) ||
         runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
         if (move_to_log_locked())
             note_flush_start_locked(merger_.last_delivered_ns());
+        if (!store_->fits_beside(bytes))
+            return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
     }
-    if (!store_->fits_beside(bytes))
-        return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
-    if (log_->first_error() || read_with_getnext_)
-        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     std::optional<LaneRuns::Taken> taken = runs_->take(chunk, judge);
     if (!taken)
         return std::nullopt;
