@@ -105,7 +105,8 @@ TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace
                  $(BUILD)/obj/userspace/cli/threads/thread_table.o \
                  $(BUILD)/obj/userspace/cli/threads/thread_screen.o,$(CLI_OBJS)))
 # And the library's way of opening a traced process's files, its merge of
-# rings, its own rings and the stream's store (hidden in it).
+# rings, its own rings, its placing of kernel losses and the stream's store
+# (hidden in it).
 TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/util/elf_dynamic.o \
                  $(BUILD)/obj/userspace/lib/usdt/library_search.o \
@@ -116,6 +117,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/stream/ring_merger.o \
                  $(BUILD)/obj/userspace/lib/sources/lanes/local_ring.o \
                  $(BUILD)/obj/userspace/lib/sources/lanes/chunk_pool.o \
+                 $(BUILD)/obj/userspace/lib/sources/kernel/loss_notices.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
                  $(BUILD)/obj/userspace/lib/store/loss_ledger.o \

@@ -44,10 +44,11 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
 
     if (!record) {
         if (!l->flags) /* a notice is no event */
-            __sync_fetch_and_add(&l->slot.state->lost, 1);
+            count_ring_full(l->slot.state, l->slot.cpu);
         __sync_fetch_and_add(&l->slot.state->lifecycle_lost, 1);
         return NULL;
     }
+    end_loss_run(l->slot.state);
     record->timestamp_ns = bpf_ktime_get_ns();
     state_now = stream_state;
     if (!l->flags && (state_now != PT_STREAM_RUNNING || event_filtered(l->event_id))) {

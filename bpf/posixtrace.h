@@ -165,7 +165,9 @@ struct pt_cpu_state {
     __u32 last_next_tid;
     __u32 last_next_tgid;
     __u32 switch_seen; /* last_next_* are valid */
-    __u32 unused;
+    /* A record found no room since the last one that did, and its loss
+     * notice was written: the losses after it belong to the same run. */
+    __u32 loss_run_open;
     /* Children a traced process forked under POSIX_TRACE_INHERITED that are
      * not traced: PT_MAX_TRACED_PROCESSES traced processes were alive. */
     __u64 untraced_children;
@@ -174,6 +176,24 @@ struct pt_cpu_state {
      * process again instead of waiting for records that will never come. */
     __u64 lifecycle_lost;
 };
+
+/* Where a run of losses on one CPU began: written to the loss_notices ring
+ * by the first record that finds no room in the CPU's ring after one that
+ * did, before it is counted in `lost`. The losses this CPU counts from
+ * `lost_before` on came at `timestamp_ns` or later, so the stream reports
+ * them there, not at its own look at the counts, which a busy or starved
+ * drain may take long after. */
+struct pt_loss_notice {
+    __u64 timestamp_ns; /* CLOCK_MONOTONIC, read before `lost_before` */
+    __u64 lost_before;  /* the CPU's `lost` count before this loss */
+    __u32 cpu;
+    __u32 unused;
+};
+
+/* The loss notices of all CPUs: a notice is written once a run, so a few
+ * hundred a drain pass at the very most. Full, a run goes without one and
+ * is reported with the run before it on its CPU: earlier, never later. */
+#define PT_LOSS_NOTICE_RING_BYTES (16u * 1024u)
 
 /* Thread events, numbered as td_event_e in <posix_trace/thread_db.h>; the
  * event type id of TD event n is PT_TD_EVENT_ID_FIRST + n - 1. */

@@ -31,6 +31,12 @@ struct {
     __type(value, struct pt_cpu_state);
 } cpu_states SEC(".maps");
 
+/* See struct pt_loss_notice. */
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, PT_LOSS_NOTICE_RING_BYTES);
+} loss_notices SEC(".maps");
+
 /* Stream control, written by userspace while the programs run. */
 volatile __u32 stream_state; /* enum pt_stream_state */
 volatile __u32 primary_tgid; /* the process the stream was created for */
@@ -137,6 +143,35 @@ static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
     return slot->state && slot->ring;
 }
 
+/* A record found no room in this CPU's ring: counted, and the first of a
+ * run says when the run began (struct pt_loss_notice). The stamp is read
+ * before the count, so it is no later than any loss counted after it. */
+static __always_inline void count_ring_full(struct pt_cpu_state *state, __u32 cpu)
+{
+    __u64 now = bpf_ktime_get_ns();
+    struct pt_loss_notice *notice;
+
+    if (!state->loss_run_open) {
+        notice = bpf_ringbuf_reserve(&loss_notices, sizeof(*notice), 0);
+        if (notice) {
+            notice->timestamp_ns = now;
+            notice->lost_before = state->lost;
+            notice->cpu = cpu;
+            notice->unused = 0;
+            bpf_ringbuf_submit(notice, BPF_RB_NO_WAKEUP);
+            state->loss_run_open = 1;
+        }
+    }
+    __sync_fetch_and_add(&state->lost, 1);
+}
+
+/* A record found room: the next loss begins a run. */
+static __always_inline void end_loss_run(struct pt_cpu_state *state)
+{
+    if (state->loss_run_open)
+        state->loss_run_open = 0;
+}
+
 /* Reserves a record of `size` bytes (a constant at every call site), then
  * stamps it. The stamp is taken after the reservation: a record reserved
  * after the reader looked at the ring's producer position is stamped after
@@ -153,9 +188,10 @@ static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u
     __u32 state_now;
 
     if (!record) {
-        __sync_fetch_and_add(&slot->state->lost, 1);
+        count_ring_full(slot->state, slot->cpu);
         return NULL;
     }
+    end_loss_run(slot->state);
     record->timestamp_ns = bpf_ktime_get_ns();
     state_now = stream_state;
     if (state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {

@@ -222,6 +222,7 @@ static __always_inline void report_unreported(struct pt_cpu_state *cpu_state, __
         __sync_fetch_and_add(&cpu_state->unreported_switches, lost);
         return;
     }
+    end_loss_run(cpu_state);
     record->timestamp_ns = bpf_ktime_get_ns();
     state_now = stream_state;
     if (state_now != PT_STREAM_RUNNING || event_filtered(PT_EVENT_OVERFLOW)) {

@@ -206,15 +206,20 @@ void Checker::on_thread_event(const posix_trace_event_info &info)
     if (!to && !from)
         return;
     // Excused by a loss reported since the thread's previous switch event,
-    // or up to one drain period (and the clock margin) before it: a report is
-    // stamped at the pass before the one that counted the loss. Under a
-    // storm, a clear drops events without a trace: not judged.
+    // or up to one drain period (and the clock margin) before it: a full
+    // kernel ring's losses are reported where their run began, but a switch
+    // the kernel hid and could not report in the ring is stamped at the
+    // drain's previous look at the counts. Under a storm, a clear drops
+    // events without a trace: not judged.
     constexpr uint64_t kReportLeadNs = 2'000'000;
     bool excused = lost_ > thread.lost_at_last || last_loss_ts_ + kReportLeadNs >= thread.last_ts ||
                    options_.controls_storm;
     if (thread.seen && thread.on_cpu == to && !excused)
         violation(std::string("two td_") + (to ? "switchto" : "switchfrom") + " in a row for tid " +
-                  std::to_string(info.posix_tid) + " with no loss reported in between");
+                  std::to_string(info.posix_tid) + " with no loss reported in between (at " +
+                  std::to_string(thread.last_ts) + " and " +
+                  std::to_string(nanos(info.posix_timestamp)) + " ns, latest report at " +
+                  std::to_string(last_loss_ts_) + " ns)");
     thread.on_cpu = to;
     thread.seen = true;
     thread.lost_at_last = lost_;

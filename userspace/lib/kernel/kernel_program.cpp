@@ -604,6 +604,16 @@ uint64_t KernelProgram::sum_over_cpus(__u64 pt_cpu_state::*counter) const
     return total;
 }
 
+uint64_t KernelProgram::ring_full_on(int cpu) const
+{
+    return __atomic_load_n(&cpu_states_[cpu].lost, __ATOMIC_ACQUIRE);
+}
+
+int KernelProgram::loss_notices_fd() const
+{
+    return bpf_map__fd(skeleton_->maps.loss_notices);
+}
+
 KernelProgram::Losses KernelProgram::losses() const
 {
     return {sum_over_cpus(&pt_cpu_state::lost), sum_over_cpus(&pt_cpu_state::unreported_switches)};

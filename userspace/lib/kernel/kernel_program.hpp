@@ -156,6 +156,10 @@ public:
         uint64_t total() const { return ring_full + unreported_switches; }
     };
     Losses losses() const;
+    // One CPU's count of records that found its ring full.
+    uint64_t ring_full_on(int cpu) const;
+    // The ring of struct pt_loss_notice, where runs of those losses began.
+    int loss_notices_fd() const;
     // Sum over CPUs of the events refused while the stream was full
     // (PT_STREAM_FULL).
     uint64_t refused_while_full() const;

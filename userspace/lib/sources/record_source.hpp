@@ -9,13 +9,22 @@
 
 namespace posixtrace {
 
+// Some of the ring-full losses counted since the previous look, and the
+// latest time they are known to come after (CLOCK_MONOTONIC; 0: unknown).
+struct PlacedLoss {
+    uint64_t after_ns = 0;
+    uint64_t count = 0;
+};
+
 // What a source's rings could not take, counted since the stream began.
-// Each count only grows.
+// Each count only grows. `placed`: where the ring-full losses counted since
+// the previous look began, for a source that can tell.
 struct SourceLosses {
     uint64_t ring_full = 0;           // no room in a ring
     uint64_t unreported_switches = 0; // switches a thread report could not carry
     uint64_t refused_while_full = 0;  // refused while UNTIL_FULL had stopped the stream
     uint64_t overwritten = 0;         // taken back from a ring to make room (LOOP)
+    std::vector<PlacedLoss> placed;
 
     SourceLosses &operator+=(const SourceLosses &other)
     {
@@ -23,6 +32,7 @@ struct SourceLosses {
         unreported_switches += other.unreported_switches;
         refused_while_full += other.refused_while_full;
         overwritten += other.overwritten;
+        placed.insert(placed.end(), other.placed.begin(), other.placed.end());
         return *this;
     }
 };
@@ -48,7 +58,11 @@ public:
     virtual RingMerger::GivenUp look_after(RingMerger &, uint64_t /*now_ns*/) { return {}; }
     // Descriptors that turn readable as records come (the drain waits on them).
     virtual std::vector<int> readable_fds() const { return {}; }
-    virtual SourceLosses losses() const = 0;
+    // Looks at the counts: `placed` holds what was counted since the
+    // previous look.
+    virtual SourceLosses losses() = 0;
+    // The one count UNTIL_FULL needs between two looks (no placing).
+    virtual uint64_t refused_while_full() const = 0;
 };
 
 } // namespace posixtrace

@@ -116,6 +116,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // The lanes joined the merge as they were attached; the kernel's rings
     // join now.
     auto kernel_source = std::make_unique<KernelSource>(*kernel_);
+    if (!kernel_source->ready())
+        return ENOMEM;
     kernel_source->join_merge(merger_, rings_created_after_ns);
     if (!merger_.ready())
         return ENOMEM;
@@ -150,6 +152,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (runs_ && !runs_->valid())
         runs_.reset(); // the merge takes every record, as without a log
     last_pass_ns_ = rings_created_after_ns;
+    counts_read_ns_ = rings_created_after_ns;
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     set_up_ = true;
@@ -284,12 +287,20 @@ void Stream::set_kernel_filter_locked(const trace_event_set_t &filtered)
 }
 
 // What the rings the merge reads could not hold, the kernel's and the lanes'.
-SourceLosses Stream::transport_losses_locked() const
+SourceLosses Stream::transport_losses_locked()
 {
     SourceLosses losses;
     for (const auto &source : sources_)
         losses += source->losses();
     return losses;
+}
+
+uint64_t Stream::refused_while_full_locked() const
+{
+    uint64_t refused = 0;
+    for (const auto &source : sources_)
+        refused += source->refused_while_full();
+    return refused;
 }
 
 void Stream::distrust_sleeps_locked()

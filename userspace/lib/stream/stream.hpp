@@ -140,7 +140,8 @@ private:
     void deliver_locked(const pt_record &record, const uint8_t *data);
     void set_kernel_state_locked(pt_stream_state state);
     void set_kernel_filter_locked(const trace_event_set_t &filtered);
-    SourceLosses transport_losses_locked() const;
+    SourceLosses transport_losses_locked();
+    uint64_t refused_while_full_locked() const;
     bool takes_lanes(pid_t target, const Attributes &attributes) const;
     bool take_parked_kernel_side(pid_t target, const std::string &binary,
                                  const KernelProgram::Config &config, bool lanes_wanted,
@@ -202,9 +203,10 @@ private:
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;
     uint64_t flush_until_ns_ = 0;
-    uint64_t safe_ns_ = 0;      // monotonic; everything older is delivered
-    uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
-    uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
+    uint64_t safe_ns_ = 0;        // monotonic; everything older is delivered
+    uint64_t last_pass_ns_ = 0;   // monotonic; when the latest drain pass began
+    uint64_t counts_read_ns_ = 0; // monotonic; just before it read the loss counts
+    uint64_t started_ns_ = 0;     // monotonic; the latest posix_trace_start's stamp
     uint64_t passes_ = 0;
     CutOffs cut_offs_;
     // The programs' recursion misses are read every few passes (ledger_

@@ -68,8 +68,10 @@ void Stream::drain_pass_locked()
     }
     library_threads_.refresh();
     rescan_after_lifecycle_loss_locked(now);
+    uint64_t counts_read_ns = monotonic_now();
     SourceLosses counted = transport_losses_locked(); // once a pass, for both
     report_kernel_losses_locked(counted);
+    counts_read_ns_ = counts_read_ns;
     account_refusals_locked(now, counted.refused_while_full);
     RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
@@ -136,14 +138,39 @@ void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
     images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(images)};
 }
 
-// What the kernel side could not record is reported where it happened: a
-// loss this pass sees was not counted when the previous pass looked, so it
-// happened after that look, and its report is stamped there (less the
-// clock margin, never before what was delivered). It therefore comes before
-// every event stamped after the loss, whatever CPU recorded it.
+namespace {
+
+// Reports of placed losses, one a distinct start, at most `most`: beyond
+// that, neighbours in time share one, at the earlier start.
+std::vector<PlacedLoss> fold_placed(std::vector<PlacedLoss> placed, size_t most)
+{
+    std::sort(placed.begin(), placed.end(),
+              [](const PlacedLoss &a, const PlacedLoss &b) { return a.after_ns < b.after_ns; });
+    std::vector<PlacedLoss> folded;
+    for (size_t i = 0; i < placed.size(); ++i) {
+        size_t bucket = i * most / placed.size();
+        bool joins = !folded.empty() && (folded.back().after_ns == placed[i].after_ns ||
+                                         (i - 1) * most / placed.size() == bucket);
+        if (joins)
+            folded.back().count += placed[i].count;
+        else
+            folded.push_back(placed[i]);
+    }
+    return folded;
+}
+
+} // namespace
+
+// What the kernel side could not record is reported where it happened. A
+// loss this pass sees was not counted when the previous pass read the
+// counts, so it happened after that reading, and its report is stamped
+// there (less the clock margin, never before what was delivered); a loss of
+// the kernel's rings, where its run began if that is later (LossNotices).
+// Either way it comes before every event stamped after the loss, whatever
+// CPU recorded it.
 void Stream::report_kernel_losses_locked(const SourceLosses &counted)
 {
-    uint64_t skipped = 0, looked_ns = last_pass_ns_;
+    uint64_t skipped = 0, looked_ns = counts_read_ns_;
     // Every few passes, and once for each flush (a stop is one): what was
     // skipped before it is reported before the events that follow it.
     if (passes_ % kMissesPeriodPasses == 0 || misses_flush_ticket_ != flush_requested_) {
@@ -154,7 +181,11 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
         misses_read_ns_ = last_pass_ns_;
     }
     SourceLosses fresh = ledger_.fresh_transport(counted);
-    uint64_t lost = fresh.ring_full + fresh.unreported_switches + skipped;
+    uint64_t placed = 0;
+    for (const PlacedLoss &loss : counted.placed)
+        placed += loss.count;
+    placed = std::min(placed, fresh.ring_full);
+    uint64_t lost = fresh.ring_full - placed + fresh.unreported_switches + skipped;
     if (fresh.overwritten) { // a lane made room as the stream would have (LOOP)
         // The records it took were reserved after its latest claim before;
         // the stream's events older than that go too: LOOP overwrites the
@@ -165,10 +196,19 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
         ledger_.count_stream_loss(StreamLoss::Overwritten, fresh.overwritten);
         overwrite_stored_before_locked(taken_after_ns);
     }
-    if (!lost && !fresh.overwritten)
+    if (!lost && !fresh.overwritten && !placed)
         return;
     ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
-    queue_loss_events_locked({lost, fresh.overwritten, 0}, report_time_locked(looked_ns));
+    if (lost || fresh.overwritten)
+        queue_loss_events_locked({lost, fresh.overwritten, 0}, report_time_locked(looked_ns));
+    uint64_t unreported = placed;
+    for (const PlacedLoss &loss : fold_placed(counted.placed, kMostPlacedReportsEachPass)) {
+        uint64_t count = std::min(loss.count, unreported);
+        unreported -= count;
+        if (count)
+            queue_loss_events_locked({count, 0, 0},
+                                     std::max(loss.after_ns, report_time_locked(counts_read_ns_)));
+    }
 }
 
 // What the store holds stamped before `monotonic_ns` goes, counted as the

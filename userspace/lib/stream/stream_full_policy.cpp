@@ -75,7 +75,7 @@ void Stream::auto_stop_locked(uint64_t timestamp_ns)
 void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, transport_losses_locked().refused_while_full);
+    account_refusals_locked(now, refused_while_full_locked());
     uint64_t lost = discard_recorded_locked(); // recorded before the kernel saw the stop
     store_->add_refused(lost);
     ledger_.count_stream_loss(StreamLoss::Refused, lost);
@@ -95,7 +95,7 @@ void Stream::cancel_auto_restart_locked()
 {
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, transport_losses_locked().refused_while_full);
+    account_refusals_locked(now, refused_while_full_locked());
     uint64_t lost = discard_recorded_locked();
     store_->add_refused(lost);
     ledger_.count_stream_loss(StreamLoss::Refused, lost);

@@ -1,5 +1,6 @@
 #pragma once
 #include "kernel/kernel_program.hpp"
+#include "sources/kernel/loss_notices.hpp"
 #include "sources/record_source.hpp"
 
 namespace posixtrace {
@@ -9,17 +10,24 @@ namespace posixtrace {
 // and steers the thread events); this is what the merge needs of it.
 class KernelSource final : public RecordSource {
 public:
-    explicit KernelSource(KernelProgram &program) : program_(program) {}
+    explicit KernelSource(KernelProgram &program)
+        : program_(program), notices_(program.loss_notices_fd(), program.cpu_count())
+    {
+    }
+    bool ready() const { return notices_.ready(); }
 
     void set_state(pt_stream_state state) override { program_.set_state(state); }
     void set_filter(const trace_event_set_t &filtered) override { program_.set_filter(filtered); }
     // The rings join once: the kernel makes no new ones.
     void join_merge(RingMerger &merger, uint64_t now_ns) override;
     std::vector<int> readable_fds() const override;
-    SourceLosses losses() const override;
+    SourceLosses losses() override;
+    uint64_t refused_while_full() const override { return program_.refused_while_full(); }
 
 private:
     KernelProgram &program_;
+    LossNotices notices_;
+    std::vector<uint64_t> ring_full_; // each CPU's, as last read
     bool joined_ = false;
 };
 

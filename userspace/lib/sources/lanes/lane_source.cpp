@@ -312,7 +312,7 @@ RingMerger::GivenUp LaneSource::look_after(RingMerger &merger, uint64_t now_ns)
     return merger.pass_abandoned_records();
 }
 
-SourceLosses LaneSource::losses() const
+SourceLosses LaneSource::losses()
 {
     return {lost(), 0, refused_while_full(), overwritten()};
 }

@@ -48,13 +48,13 @@ public:
     // handlers nested too deep, no memory for one); and those refused while
     // POSIX_TRACE_UNTIL_FULL had stopped the stream; overwritten: records a
     // lane took back to make room (loop_kept_bytes).
-    SourceLosses losses() const override;
+    SourceLosses losses() override;
+    uint64_t refused_while_full() const override;
 
 private:
     // Returns how many lanes live threads own.
     size_t reclaim_lanes_of_exited_threads();
     uint64_t lost() const;
-    uint64_t refused_while_full() const;
     uint64_t overwritten() const;
 
     LaneControl &control_;

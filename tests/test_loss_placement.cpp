@@ -1,0 +1,135 @@
+// Where the losses of a full kernel ring are reported: where their run
+// began, so an overflow event sits in the gap it explains, not before events
+// recorded ahead of the loss.
+#include "lanes_support.hpp"
+#include "recording_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
+#include <sched.h>
+#include <trace.h>
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "sources/kernel/loss_notices.hpp"
+
+namespace {
+
+using namespace recording_support;
+using posixtrace::LossNotices;
+using posixtrace::PlacedLoss;
+
+// While it lives, the stream's drain thread runs only on CPU 0, where the
+// traced child, real-time (SCHED_FIFO), keeps it from running during a burst.
+class DrainBehindChild {
+public:
+    explicit DrainBehindChild(pid_t child) : drain_(lanes_support::thread_named("posixtrace-drn"))
+    {
+        REQUIRE(drain_ > 0);
+        REQUIRE(sched_getaffinity(drain_, sizeof drain_cpus_, &drain_cpus_) == 0);
+        cpu_set_t cpu0;
+        CPU_ZERO(&cpu0);
+        CPU_SET(0, &cpu0);
+        REQUIRE(sched_setaffinity(drain_, sizeof cpu0, &cpu0) == 0);
+        sched_param fifo{1};
+        REQUIRE(sched_setscheduler(child, SCHED_FIFO, &fifo) == 0);
+    }
+    ~DrainBehindChild() { sched_setaffinity(drain_, sizeof drain_cpus_, &drain_cpus_); }
+    DrainBehindChild(const DrainBehindChild &) = delete;
+    DrainBehindChild &operator=(const DrainBehindChild &) = delete;
+
+private:
+    pid_t drain_;
+    cpu_set_t drain_cpus_{};
+};
+
+} // namespace
+
+TEST_CASE("recording: a full kernel ring's losses are reported where they began", "[recording]")
+{
+    test_support::ChildConversation child({helper_path("tick_bursts")});
+    REQUIRE(child.read_line() == "ready\n");
+    Attr attr;
+    // kernel rings of 256 KiB (about 1,100 ticks), a stream that holds 4 of them
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 512 * 1024) == 0);
+    trace_id_t trid = 0;
+    REQUIRE(posix_trace_create(child.pid(), attr.get(), &trid) == 0);
+    StreamGuard stream(trid);
+    filter_thread_events(trid);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "ticks:tick", &attached) == 0);
+    REQUIRE(attached == 1);
+    {
+        DrainBehindChild starved(child.pid());
+        REQUIRE(posix_trace_start(trid) == 0);
+        // 4 bursts of 3,000 ticks on CPU 0, 20 ms apart: each fills the ring
+        child.say("0 4 3000 20000\n");
+        REQUIRE(child.read_line() == "done\n");
+        REQUIRE(posix_trace_stop(trid) == 0);
+    }
+
+    std::vector<Event> events = read_everything(trid);
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(trid, &counters) == 0);
+    CHECK(counters.lost_in_stream == 0); // every tick missing is the kernel ring's
+
+    // Between two ticks read, exactly the losses of the ticks missing
+    // between them are reported. Stamped at the drain's previous look at
+    // the counts instead, a burst's report came in the gap before it.
+    constexpr uint64_t kTicks = 4 * 3000;
+    uint64_t next = 0, reported_here = 0, reported = 0, gaps = 0;
+    for (const Event &event : events) {
+        if (event.info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            posix_trace_overflow_data loss{};
+            REQUIRE(event.data.size() == sizeof loss);
+            std::memcpy(&loss, event.data.data(), sizeof loss);
+            reported_here += loss.lost;
+            reported += loss.lost;
+        } else if (event.info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST) {
+            uint64_t number = payload_as<uint64_t>(event.data);
+            REQUIRE(number >= next);
+            INFO("before tick " << number << ", after tick " << int64_t(next) - 1);
+            CHECK(reported_here == number - next);
+            gaps += number > next;
+            reported_here = 0;
+            next = number + 1;
+        }
+    }
+    INFO("after the last tick, " << int64_t(next) - 1);
+    CHECK(reported_here == kTicks - next);
+    CHECK(gaps + (next < kTicks) >= 3); // the first burst may have filled the ring only at its end
+    CHECK(counters.lost_in_kernel == reported);
+}
+
+// The attribution alone, from notices written here: each loss is placed
+// after the latest notice at or before its count, whatever order the
+// notices came in, and a notice ahead of the counts waits for them.
+TEST_CASE("recording: losses placed by their runs' notices", "[recording]")
+{
+    LossNotices notices(-1, 2); // no ring: only the notices given here
+    auto place = [&](std::vector<uint64_t> counts) {
+        std::vector<PlacedLoss> placed;
+        notices.place(counts, placed);
+        std::vector<std::pair<uint64_t, uint64_t>> pairs;
+        for (const PlacedLoss &loss : placed)
+            pairs.emplace_back(loss.after_ns, loss.count);
+        return pairs;
+    };
+    using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+    CHECK(place({3, 0}) == Pairs{{0, 3}}); // counted before any notice: unknown start
+    // interrupted on CPU 0: the later notice came first
+    notices.take_notice({500, 5, 0, 0});
+    notices.take_notice({400, 3, 0, 0});
+    notices.take_notice({700, 9, 1, 0}); // CPU 1, not counted yet
+    CHECK(place({7, 0}) == Pairs{{400, 2}, {500, 2}});
+    CHECK(place({8, 0}) == Pairs{{500, 1}}); // the run goes on
+    CHECK(place({8, 12}) == Pairs{{0, 9}, {700, 3}});
+    // a notice earlier than one used already never moves a loss earlier
+    notices.take_notice({450, 10, 0, 0});
+    CHECK(place({11, 12}) == Pairs{{500, 2}, {500, 1}});
+    notices.take_notice({300, 99, 7, 0}); // no such CPU
+    CHECK(place({11, 12}).empty());
+}
