@@ -11,6 +11,7 @@
 #include <trace.h>
 
 #include <cstring>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -81,8 +82,20 @@ TEST_CASE("recording: a full kernel ring's losses are reported where they began"
     // the counts instead, a burst's report came in the gap before it.
     constexpr uint64_t kTicks = 4 * 3000;
     uint64_t next = 0, reported_here = 0, reported = 0, gaps = 0;
+    std::deque<uint64_t> windows_from; // each open window's overflow stamp
+    size_t windows = 0;
     for (const Event &event : events) {
+        uint64_t at_ns = uint64_t(event.info.posix_timestamp.tv_sec) * 1'000'000'000u +
+                         uint64_t(event.info.posix_timestamp.tv_nsec);
+        if (event.info.posix_event_id == POSIX_TRACE_RESUME) {
+            // every overflow event has its resume, at or after it
+            REQUIRE(!windows_from.empty());
+            CHECK(at_ns >= windows_from.front());
+            windows_from.pop_front();
+            ++windows;
+        }
         if (event.info.posix_event_id == POSIX_TRACE_OVERFLOW) {
+            windows_from.push_back(at_ns);
             posix_trace_overflow_data loss{};
             REQUIRE(event.data.size() == sizeof loss);
             std::memcpy(&loss, event.data.data(), sizeof loss);
@@ -98,6 +111,8 @@ TEST_CASE("recording: a full kernel ring's losses are reported where they began"
             next = number + 1;
         }
     }
+    CHECK(windows_from.empty());
+    CHECK(windows >= 3);
     INFO("after the last tick, " << int64_t(next) - 1);
     CHECK(reported_here == kTicks - next);
     CHECK(gaps + (next < kTicks) >= 3); // the first burst may have filled the ring only at its end

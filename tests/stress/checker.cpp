@@ -82,6 +82,8 @@ void Checker::on_event(const posix_trace_event_info &info, const void *data, siz
         filter_known_ = true;
     } else if (id == POSIX_TRACE_OVERFLOW) {
         on_overflow(info, data, length);
+    } else if (id == POSIX_TRACE_RESUME) {
+        on_resume(info);
     } else if (id == POSIX_TRACE_PROCESS_FORK) {
         ++forks_;
     } else if (id >= POSIX_TRACE_TD_EVENT_FIRST &&
@@ -115,12 +117,24 @@ void Checker::on_overflow(const posix_trace_event_info &info, const void *data, 
         // Which switch, the thread's next event tells (place_report).
         switches_[info.posix_tid].unplaced_lost = loss.lost;
         lost_about_threads_ += loss.lost;
+        ++thread_resumes_due_;
         return;
     }
-    last_loss_ts_ = nanos(info.posix_timestamp);
+    ++windows_open_;
     // Whatever was lost may have been a start, stop or filter event.
     state_ = State::Unknown;
     filter_known_ = false;
+}
+
+void Checker::on_resume(const posix_trace_event_info &info)
+{
+    if (thread_resumes_due_) {
+        --thread_resumes_due_;
+        return;
+    }
+    if (windows_open_) // a LOOP stream may have overwritten the overflow event
+        --windows_open_;
+    last_window_end_ts_ = nanos(info.posix_timestamp);
 }
 
 void Checker::check_sequence(Sequence &sequence, uint64_t number, const char *name,
@@ -206,20 +220,19 @@ void Checker::on_thread_event(const posix_trace_event_info &info)
     if (!to && !from)
         return;
     // Excused by a loss reported since the thread's previous switch event,
-    // or up to one drain period (and the clock margin) before it: a full
-    // kernel ring's losses are reported where their run began, but a switch
-    // the kernel hid and could not report in the ring is stamped at the
-    // drain's previous look at the counts. Under a storm, a clear drops
+    // or by a window of losses (from an overflow event to its resume) that
+    // is open or ended after it: the events a report counts were lost in
+    // its window, whichever CPU lost them. Under a storm, a clear drops
     // events without a trace: not judged.
-    constexpr uint64_t kReportLeadNs = 2'000'000;
-    bool excused = lost_ > thread.lost_at_last || last_loss_ts_ + kReportLeadNs >= thread.last_ts ||
-                   options_.controls_storm;
+    bool excused = lost_ > thread.lost_at_last || windows_open_ ||
+                   last_window_end_ts_ >= thread.last_ts || options_.controls_storm;
     if (thread.seen && thread.on_cpu == to && !excused)
         violation(std::string("two td_") + (to ? "switchto" : "switchfrom") + " in a row for tid " +
                   std::to_string(info.posix_tid) + " with no loss reported in between (at " +
                   std::to_string(thread.last_ts) + " and " +
-                  std::to_string(nanos(info.posix_timestamp)) + " ns, latest report at " +
-                  std::to_string(last_loss_ts_) + " ns)");
+                  std::to_string(nanos(info.posix_timestamp)) +
+                  " ns, latest window of losses ended at " + std::to_string(last_window_end_ts_) +
+                  " ns)");
     thread.on_cpu = to;
     thread.seen = true;
     thread.lost_at_last = lost_;

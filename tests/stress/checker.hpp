@@ -76,6 +76,7 @@ private:
     void on_thread_event(const posix_trace_event_info &info);
     static void place_report(ThreadSwitches &thread, bool next_is_switchfrom);
     void on_overflow(const posix_trace_event_info &info, const void *data, size_t length);
+    void on_resume(const posix_trace_event_info &info);
     void check_switch_counts(const WorkloadCounts &counts, bool exact);
 
     CheckerOptions options_;
@@ -84,7 +85,11 @@ private:
     enum class State { Stopped, Running, Unknown } state_ = State::Stopped;
     trace_event_set_t filter_;
     bool filter_known_ = true;
-    uint64_t last_loss_ts_ = 0; // of the latest report not about one thread
+    // The windows the stream's loss reports open (overflow event) and close
+    // (resume event); a report about one thread has a resume too, not a
+    // window.
+    uint64_t windows_open_ = 0, thread_resumes_due_ = 0;
+    uint64_t last_window_end_ts_ = 0; // the latest resume that closed one
     Sequence main_[kMaxEmitters], handler_[kMaxEmitters], usdt_[kMaxEmitters];
     std::map<pid_t, ThreadSwitches> switches_;
     uint64_t forks_ = 0, creates_ = 0, overflows_ = 0;

@@ -259,10 +259,17 @@ void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_n
 
 void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
 {
+    queue_loss_window_locked(loss, timestamp_ns, timestamp_ns);
+}
+
+// The overflow event where the losses may have begun, the resume event once
+// they are known to have ended: every event lost lay between the two.
+void Stream::queue_loss_window_locked(const LossReport &loss, uint64_t from_ns, uint64_t to_ns)
+{
     distrust_sleeps_locked(); // the lost events may include wakeups
     posix_trace_overflow_data data{loss.in_kernel + loss.in_stream, loss.in_kernel, loss.in_stream};
-    queue_system_event_locked(POSIX_TRACE_OVERFLOW, timestamp_ns, &data, sizeof data);
-    queue_system_event_locked(POSIX_TRACE_RESUME, timestamp_ns, nullptr, 0);
+    queue_system_event_locked(POSIX_TRACE_OVERFLOW, from_ns, &data, sizeof data);
+    queue_system_event_locked(POSIX_TRACE_RESUME, std::max(from_ns, to_ns), nullptr, 0);
 }
 
 void Stream::wake_drain()
@@ -278,6 +285,10 @@ void Stream::set_kernel_state_locked(pt_stream_state state)
     for (auto &source : sources_)
         source->set_state(state);
     distrust_sleeps_locked();
+    if (state != PT_STREAM_SUSPENDED)
+        suspended_ns_ = 0;
+    else if (!suspended_ns_)
+        suspended_ns_ = monotonic_now();
 }
 
 void Stream::set_kernel_filter_locked(const trace_event_set_t &filtered)

@@ -162,6 +162,9 @@ private:
                                    size_t size);
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
+    void queue_loss_window_locked(const LossReport &loss, uint64_t from_ns, uint64_t to_ns);
+    uint64_t fresh_skipped_runs_locked(uint64_t &looked_ns);
+    void report_taken_back_locked(uint64_t overwritten, uint64_t looked_ns);
     void refuse_locked(const pt_record &record, const void *data);
     void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
     void wake_drain();
@@ -207,6 +210,7 @@ private:
     uint64_t last_pass_ns_ = 0;   // monotonic; when the latest drain pass began
     uint64_t counts_read_ns_ = 0; // monotonic; just before it read the loss counts
     uint64_t started_ns_ = 0;     // monotonic; the latest posix_trace_start's stamp
+    uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
     uint64_t passes_ = 0;
     CutOffs cut_offs_;
     // The programs' recursion misses are read every few passes (ledger_

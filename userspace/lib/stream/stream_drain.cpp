@@ -163,52 +163,71 @@ std::vector<PlacedLoss> fold_placed(std::vector<PlacedLoss> placed, size_t most)
 
 // What the kernel side could not record is reported where it happened. A
 // loss this pass sees was not counted when the previous pass read the
-// counts, so it happened after that reading, and its report is stamped
-// there (less the clock margin, never before what was delivered); a loss of
-// the kernel's rings, where its run began if that is later (LossNotices).
-// Either way it comes before every event stamped after the loss, whatever
-// CPU recorded it.
+// counts, so it happened after that reading, and its overflow event is
+// stamped there (less the clock margin, never before what was delivered); a
+// loss of the kernel's rings, where its run began if that is later
+// (LossNotices). Either way it comes before every event stamped after the
+// loss, whatever CPU recorded it. The loss was counted by now: the resume
+// event, stamped now (or when the stream stopped recording), closes the
+// window in which every event it counts was lost.
 void Stream::report_kernel_losses_locked(const SourceLosses &counted)
 {
-    uint64_t skipped = 0, looked_ns = counts_read_ns_;
-    // Every few passes, and once for each flush (a stop is one): what was
-    // skipped before it is reported before the events that follow it.
-    if (passes_ % kMissesPeriodPasses == 0 || misses_flush_ticket_ != flush_requested_) {
-        misses_flush_ticket_ = flush_requested_;
-        skipped = ledger_.fresh_misses(kernel_->recursion_misses_total());
-        if (skipped) // they happened after the previous reading of the misses
-            looked_ns = std::min(looked_ns, misses_read_ns_);
-        misses_read_ns_ = last_pass_ns_;
-    }
+    uint64_t looked_ns = counts_read_ns_;
+    uint64_t skipped = fresh_skipped_runs_locked(looked_ns);
     SourceLosses fresh = ledger_.fresh_transport(counted);
+    uint64_t ended_ns = monotonic_now();
+    if (suspended_ns_)
+        ended_ns = std::min(ended_ns, suspended_ns_);
+    if (fresh.overwritten)
+        report_taken_back_locked(fresh.overwritten, looked_ns);
     uint64_t placed = 0;
     for (const PlacedLoss &loss : counted.placed)
         placed += loss.count;
     placed = std::min(placed, fresh.ring_full);
     uint64_t lost = fresh.ring_full - placed + fresh.unreported_switches + skipped;
-    if (fresh.overwritten) { // a lane made room as the stream would have (LOOP)
-        // The records it took were reserved after its latest claim before;
-        // the stream's events older than that go too: LOOP overwrites the
-        // oldest first.
-        uint64_t taken_after_ns = merger_.taken_back_after_ns();
-        looked_ns = std::min(looked_ns, taken_after_ns);
-        merger_.forget_taken_back();
-        ledger_.count_stream_loss(StreamLoss::Overwritten, fresh.overwritten);
-        overwrite_stored_before_locked(taken_after_ns);
-    }
-    if (!lost && !fresh.overwritten && !placed)
+    if (!lost && !placed)
         return;
     ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
-    if (lost || fresh.overwritten)
-        queue_loss_events_locked({lost, fresh.overwritten, 0}, report_time_locked(looked_ns));
+    if (lost)
+        queue_loss_window_locked({lost, 0, 0}, report_time_locked(looked_ns), ended_ns);
     uint64_t unreported = placed;
     for (const PlacedLoss &loss : fold_placed(counted.placed, kMostPlacedReportsEachPass)) {
         uint64_t count = std::min(loss.count, unreported);
         unreported -= count;
+        uint64_t from_ns = std::max(loss.after_ns, report_time_locked(counts_read_ns_));
         if (count)
-            queue_loss_events_locked({count, 0, 0},
-                                     std::max(loss.after_ns, report_time_locked(counts_read_ns_)));
+            queue_loss_window_locked({count, 0, 0}, from_ns, ended_ns);
     }
+}
+
+// Every few passes, and once for each flush (a stop is one), the programs'
+// skipped runs: what was skipped before it is reported before the events
+// that follow it. They happened after the previous reading of the misses,
+// which may be before `looked_ns`.
+uint64_t Stream::fresh_skipped_runs_locked(uint64_t &looked_ns)
+{
+    if (passes_ % kMissesPeriodPasses != 0 && misses_flush_ticket_ == flush_requested_)
+        return 0;
+    misses_flush_ticket_ = flush_requested_;
+    uint64_t skipped = ledger_.fresh_misses(kernel_->recursion_misses_total());
+    if (skipped)
+        looked_ns = std::min(looked_ns, misses_read_ns_);
+    misses_read_ns_ = last_pass_ns_;
+    return skipped;
+}
+
+// A lane made room as the stream would have (LOOP). The records it took
+// were reserved after its latest claim before; the stream's events older
+// than that go too: LOOP overwrites the oldest first, and the report leads
+// what is left.
+void Stream::report_taken_back_locked(uint64_t overwritten, uint64_t looked_ns)
+{
+    uint64_t taken_after_ns = merger_.taken_back_after_ns();
+    merger_.forget_taken_back();
+    ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten);
+    overwrite_stored_before_locked(taken_after_ns);
+    queue_loss_events_locked({0, overwritten, 0},
+                             report_time_locked(std::min(looked_ns, taken_after_ns)));
 }
 
 // What the store holds stamped before `monotonic_ns` goes, counted as the
