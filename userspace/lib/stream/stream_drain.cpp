@@ -284,7 +284,7 @@ void Stream::account_refusals_locked(uint64_t now_ns, uint64_t refused)
         store_->add_refused(fresh);
         return;
     }
-    queue_loss_events_locked({0, fresh, 0}, report_time_locked(since));
+    queue_loss_window_locked({0, fresh, 0}, report_time_locked(since), monotonic_now());
 }
 
 // Records dropped on their way to the stream are reported by the next
