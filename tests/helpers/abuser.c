@@ -23,11 +23,13 @@
  *   abuser threads N
  *       N threads alive at once (small stacks); each emits "thread.hello"
  *       (data: its index) and waits until all have, then all end.
- *   abuser forks SECONDS
+ *   abuser forks SECONDS [PROGRESS]
  *       Forks as fast as it can for SECONDS; every 2nd child execs this
  *       program ("abuser child K"), the others stay this image; each child
  *       emits "child.hello" (data: K) and exits. Ends with "forks.done"
- *       (data: the number of children).
+ *       (data: the number of children). With PROGRESS, keeps in that file
+ *       how many children it has reaped so far (a watcher waits for them
+ *       rather than for a time, which hosts cover at rates ten times apart).
  *   abuser reuse DIRECTORY
  *       Copies DIRECTORY/plain.so (a library without probes) to lib.so,
  *       loads it, waits for the tracer to have read it, unloads and
@@ -182,16 +184,28 @@ static int child_hello(int index)
     return 0;
 }
 
-static int fork_storm(const char *self, double seconds)
+static void note_reaped(int progress, int reaped)
+{
+    char line[16];
+    int length = snprintf(line, sizeof line, "%10d\n", reaped);
+    if (progress >= 0 && pwrite(progress, line, (size_t)length, 0) != length)
+        _exit(4);
+}
+
+static int fork_storm(const char *self, double seconds, const char *progress_path)
 {
     trace_event_id_t hello = named("child.hello");
-    int children = 0;
+    int children = 0, reaped = 0;
+    int progress = progress_path ? open(progress_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
+    if (progress_path && progress < 0)
+        return 2;
     for (double end = now_seconds() + seconds; now_seconds() < end; ++children) {
         pid_t child = fork();
         if (child < 0) {
             if (errno == EAGAIN) { /* a process limit: wait for one to go */
                 --children;
-                wait(NULL);
+                if (wait(NULL) > 0)
+                    note_reaped(progress, ++reaped);
                 continue;
             }
             return 2;
@@ -206,8 +220,8 @@ static int fork_storm(const char *self, double seconds)
             emit_int(hello, children);
             _exit(0);
         }
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            note_reaped(progress, ++reaped);
     }
     while (wait(NULL) > 0) {
     }
@@ -406,8 +420,8 @@ int main(int argc, char **argv)
         return hold_children(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
         return many_threads(atoi(argv[2]));
-    if (argc == 3 && strcmp(argv[1], "forks") == 0)
-        return fork_storm(argv[0], atof(argv[2]));
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "forks") == 0)
+        return fork_storm(argv[0], atof(argv[2]), argc == 4 ? argv[3] : NULL);
     if (argc == 3 && strcmp(argv[1], "child") == 0)
         return child_hello(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "reuse") == 0)
