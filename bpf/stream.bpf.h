@@ -148,10 +148,11 @@ static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
  * before the count, so it is no later than any loss counted after it. */
 static __always_inline void count_ring_full(struct pt_cpu_state *state, __u32 cpu)
 {
-    __u64 now = bpf_ktime_get_ns();
     struct pt_loss_notice *notice;
+    __u64 now;
 
-    if (!state->loss_run_open) {
+    if (!state->loss_run_open) { /* the rest of a run costs one load and the count */
+        now = bpf_ktime_get_ns();
         notice = bpf_ringbuf_reserve(&loss_notices, sizeof(*notice), 0);
         if (notice) {
             notice->timestamp_ns = now;

@@ -147,4 +147,17 @@ TEST_CASE("recording: losses placed by their runs' notices", "[recording]")
     CHECK(place({11, 12}) == Pairs{{500, 2}, {500, 1}});
     notices.take_notice({300, 99, 7, 0}); // no such CPU
     CHECK(place({11, 12}).empty());
+
+    // A process that fills and empties a ring again and again: the notices
+    // kept waiting are bounded, the oldest go, and every loss is still
+    // placed, never after its own notice.
+    for (uint64_t i = 0; i < 5000; ++i)
+        notices.take_notice({1000 + i, 100 + i, 1, 0});
+    std::vector<std::pair<uint64_t, uint64_t>> flood = place({11, 5100});
+    CHECK(flood.size() <= 16384 / sizeof(pt_loss_notice) + 1);
+    uint64_t placed = 0;
+    for (const auto &[after_ns, count] : flood)
+        placed += count;
+    CHECK(placed == 5100 - 12);
+    CHECK(flood.back() == std::pair<uint64_t, uint64_t>{5999, 1}); // the last run, at its start
 }

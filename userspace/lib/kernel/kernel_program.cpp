@@ -614,9 +614,9 @@ int KernelProgram::loss_notices_fd() const
     return bpf_map__fd(skeleton_->maps.loss_notices);
 }
 
-KernelProgram::Losses KernelProgram::losses() const
+uint64_t KernelProgram::unreported_switches() const
 {
-    return {sum_over_cpus(&pt_cpu_state::lost), sum_over_cpus(&pt_cpu_state::unreported_switches)};
+    return sum_over_cpus(&pt_cpu_state::unreported_switches);
 }
 
 uint64_t KernelProgram::refused_while_full() const

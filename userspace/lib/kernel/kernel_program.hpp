@@ -146,18 +146,13 @@ public:
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
 
-    // Totals over CPUs of what the kernel side could not record, read from
-    // the mmapped per-CPU states (no system call): records that found their
-    // ring full, and thread events of context switches the kernel did not
-    // report. Both only grow.
-    struct Losses {
-        uint64_t ring_full = 0;
-        uint64_t unreported_switches = 0;
-        uint64_t total() const { return ring_full + unreported_switches; }
-    };
-    Losses losses() const;
-    // One CPU's count of records that found its ring full.
+    // What the kernel side could not record, read from the mmapped per-CPU
+    // states (no system call); both only grow. One CPU's records that found
+    // its ring full:
     uint64_t ring_full_on(int cpu) const;
+    // Sum over CPUs of the thread events of context switches the kernel did
+    // not report.
+    uint64_t unreported_switches() const;
     // The ring of struct pt_loss_notice, where runs of those losses began.
     int loss_notices_fd() const;
     // Sum over CPUs of the events refused while the stream was full

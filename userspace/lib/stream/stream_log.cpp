@@ -108,6 +108,8 @@ bool Stream::move_to_log_locked()
 // flushes, in the stream's room: a stream it fills flushes first.
 std::optional<uint64_t> Stream::take_chunk_locked(const RingMerger::Chunk &chunk)
 {
+    if (log_->first_error() || read_with_getnext_)
+        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     LaneRuns::Judge judge{
         [this](uint64_t ns) { return cut_offs_.of(ns) == CutOffs::Verdict::Keep; },
         [this](const pt_record &record) {
@@ -116,8 +118,6 @@ std::optional<uint64_t> Stream::take_chunk_locked(const RingMerger::Chunk &chunk
                        record.event_id;
         },
         [this](uint32_t id) { return event_name_locked(id); }};
-    if (log_->first_error() || read_with_getnext_)
-        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     // The chunk's bytes bound what its run takes, names aside.
     size_t bytes = size_t(chunk.to - chunk.from);
     if (!store_->fits_beside(bytes) ||

@@ -30,13 +30,12 @@ std::vector<int> KernelSource::readable_fds() const
 // The counts first, then the notices: those of every loss counted are in.
 SourceLosses KernelSource::losses()
 {
-    ring_full_.resize(size_t(program_.cpu_count()));
     SourceLosses losses;
     for (int cpu = 0; cpu < program_.cpu_count(); ++cpu) {
         ring_full_[size_t(cpu)] = program_.ring_full_on(cpu);
         losses.ring_full += ring_full_[size_t(cpu)];
     }
-    losses.unreported_switches = program_.losses().unreported_switches;
+    losses.unreported_switches = program_.unreported_switches();
     losses.refused_while_full = program_.refused_while_full();
     notices_.place(ring_full_, losses.placed);
     return losses;

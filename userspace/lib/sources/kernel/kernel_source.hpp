@@ -11,7 +11,8 @@ namespace posixtrace {
 class KernelSource final : public RecordSource {
 public:
     explicit KernelSource(KernelProgram &program)
-        : program_(program), notices_(program.loss_notices_fd(), program.cpu_count())
+        : program_(program), notices_(program.loss_notices_fd(), program.cpu_count()),
+          ring_full_(size_t(program.cpu_count()))
     {
     }
     bool ready() const { return notices_.ready(); }
