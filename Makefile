@@ -121,7 +121,16 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
                  $(BUILD)/obj/userspace/lib/store/loss_ledger.o \
+                 $(BUILD)/obj/userspace/lib/store/loss_placement.o \
                  $(BUILD)/obj/userspace/lib/stages/hidden_wakeups.o \
+                 $(BUILD)/obj/userspace/lib/stages/record_pipeline.o \
+                 $(BUILD)/obj/userspace/lib/stages/process_follower.o \
+                 $(BUILD)/obj/userspace/lib/stages/library_thread_filter.o \
+                 $(BUILD)/obj/userspace/lib/util/library_threads.o \
+                 $(BUILD)/obj/userspace/lib/threads/td_notify.o \
+                 $(BUILD)/obj/userspace/lib/events/stream_user_events.o \
+                 $(BUILD)/obj/userspace/lib/events/event_names.o \
+                 $(BUILD)/obj/userspace/lib/events/remote_user_events.o \
                  $(BUILD)/obj/userspace/lib/attributes/attributes.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)

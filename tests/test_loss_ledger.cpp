@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "store/loss_ledger.hpp"
+#include "store/loss_placement.hpp"
 
 using posixtrace::LossLedger;
 using posixtrace::SourceLosses;
@@ -74,4 +75,84 @@ TEST_CASE("loss ledger: a clear starts every count again, from the sources' coun
     uint64_t since = 0;
     CHECK(ledger.fresh_refusals(6, 6000, since) == 0);
     CHECK(since == 5000);
+}
+
+namespace {
+
+using posixtrace::LossPlacement;
+using posixtrace::LossWindow;
+using posixtrace::PlacedLoss;
+
+constexpr uint64_t kMargin = 20'000;
+
+uint64_t events_in(const std::vector<LossWindow> &windows)
+{
+    uint64_t events = 0;
+    for (const LossWindow &window : windows)
+        events += window.loss.in_kernel + window.loss.in_stream;
+    return events;
+}
+
+} // namespace
+
+TEST_CASE("loss placement: a report goes after the look that did not count it, never before "
+          "what was delivered nor before the start",
+          "[loss-placement]")
+{
+    LossPlacement placement(kMargin, 500'000, 300'000);
+    CHECK(placement.report_time(1'000'000) == 980'000);
+    CHECK(placement.report_time(510'000) == 500'000); // delivered is the floor
+    CHECK(LossPlacement(kMargin, 0, 300'000).report_time(310'000) == 300'000); // the start is
+    CHECK(LossPlacement(kMargin, 0, 0).report_time(5'000) == 0);               // no wrap
+}
+
+TEST_CASE("loss placement: runs of a ring's losses are reported where they began, each window "
+          "closed once counted",
+          "[loss-placement]")
+{
+    LossPlacement placement(kMargin, 0, 0);
+    // 7 events known only to come after the look at 1 ms; two runs, one
+    // noted before the previous reading of the counts (1.5 ms): moved up.
+    std::vector<PlacedLoss> runs{{3'000'000, 40}, {1'200'000, 10}};
+    auto windows = placement.kernel_windows(7, runs, 50, 1'000'000, 1'500'000, 4'000'000);
+    REQUIRE(windows.size() == 3);
+    CHECK(windows[0].loss.in_kernel == 7);
+    CHECK(windows[0].from_ns == 980'000);
+    CHECK(windows[1].loss.in_kernel == 10);
+    CHECK(windows[1].from_ns == 1'480'000);
+    CHECK(windows[2].loss.in_kernel == 40);
+    CHECK(windows[2].from_ns == 3'000'000);
+    for (const LossWindow &window : windows) {
+        CHECK(window.to_ns == 4'000'000);
+        CHECK(window.loss.in_stream == 0);
+    }
+
+    SECTION("no more than the fresh count, however many the runs say")
+    {
+        auto capped = placement.kernel_windows(0, runs, 25, 1'000'000, 1'500'000, 4'000'000);
+        CHECK(events_in(capped) == 25);
+        CHECK(capped.front().from_ns == 1'480'000); // the earliest run first
+    }
+    SECTION("a window never ends before it begins")
+    {
+        auto late =
+            placement.kernel_windows(0, {{5'000'000, 1}}, 1, 1'000'000, 1'500'000, 4'000'000);
+        REQUIRE(late.size() == 1);
+        CHECK(late[0].to_ns == 5'000'000);
+    }
+}
+
+TEST_CASE("loss placement: many runs share at most 16 reports, each at its earliest run",
+          "[loss-placement]")
+{
+    LossPlacement placement(kMargin, 0, 0);
+    std::vector<PlacedLoss> runs;
+    for (uint64_t i = 0; i < 1000; ++i)
+        runs.push_back({10'000'000 + (999 - i) * 1'000, 2}); // out of order
+    auto windows = placement.kernel_windows(0, runs, 2000, 1'000'000, 1'000'000, 20'000'000);
+    CHECK(windows.size() == LossPlacement::kMostPlacedReports);
+    CHECK(events_in(windows) == 2000);
+    CHECK(windows.front().from_ns == 10'000'000);
+    for (size_t i = 1; i < windows.size(); ++i)
+        CHECK(windows[i - 1].from_ns < windows[i].from_ns);
 }

@@ -31,14 +31,23 @@ public:
     SharedUserEventNames &operator=(const SharedUserEventNames &) = delete;
 };
 
-class UserEventRegistry {
+// What a stream of this process asks of its own names.
+class OwnUserEventNames {
+public:
+    virtual ~OwnUserEventNames() = default;
+    // 0 and the id; ENAMETOOLONG; the unnamed user event once full.
+    virtual int open(std::string_view name, trace_event_id_t &id) = 0;
+    virtual std::optional<std::string> name_of(trace_event_id_t id) const = 0;
+    virtual std::vector<trace_event_id_t> ids() const = 0;
+};
+
+class UserEventRegistry final : public OwnUserEventNames {
 public:
     static UserEventRegistry &instance();
 
-    // 0 and the id; ENAMETOOLONG; the unnamed user event once full.
-    int open(std::string_view name, trace_event_id_t &id);
-    std::optional<std::string> name_of(trace_event_id_t id) const;
-    std::vector<trace_event_id_t> ids() const;
+    int open(std::string_view name, trace_event_id_t &id) override;
+    std::optional<std::string> name_of(trace_event_id_t id) const override;
+    std::vector<trace_event_id_t> ids() const override;
 
 private:
     std::optional<trace_event_id_t> cached(const std::string &name) const;

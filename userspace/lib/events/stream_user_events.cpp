@@ -46,8 +46,8 @@ std::optional<ProcessFile> user_event_object_of(pid_t pid)
     return std::nullopt;
 }
 
-StreamUserEvents::StreamUserEvents(pid_t primary, ImageOf image_of)
-    : primary_(primary), self_(primary == getpid()), image_of_(std::move(image_of))
+StreamUserEvents::StreamUserEvents(pid_t primary, ImageOf image_of, OwnUserEventNames *own_names)
+    : primary_(primary), own_names_(own_names), image_of_(std::move(image_of))
 {
     auto own = std::make_unique<Numbering>();
     own->reader = primary;
@@ -114,7 +114,7 @@ void StreamUserEvents::forked(pid_t parent, uint32_t parent_image, pid_t child,
     if (child_image == PT_IMAGE_NONE)
         return; // not traced
     size_t from_index = index_of(parent, parent_image);
-    if (from_index == 0 && self_) { // the family shares this process's table
+    if (from_index == 0 && own_names_) { // the family shares this process's table
         numbering_of_image_[child_image] = 0;
         now_runs(child, child_image);
         return;
@@ -220,8 +220,8 @@ std::optional<std::string> StreamUserEvents::local_name(Numbering &numbering,
     if (auto found = numbering.names.find(local_id); found != numbering.names.end())
         return found->second;
     std::optional<std::string> name;
-    if (&numbering == numberings_[0].get() && self_)
-        name = UserEventRegistry::instance().name_of(local_id);
+    if (&numbering == numberings_[0].get() && own_names_)
+        name = own_names_->name_of(local_id);
     else if (numbering.reader)
         name = read_memory(numbering, local_id);
     if (name)
@@ -303,7 +303,7 @@ bool StreamUserEvents::primary_names_itself()
 {
     Numbering &own = *numberings_[0];
     local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // looks for its table once
-    return self_ || own.memory || !own.names.empty();
+    return own_names_ || own.memory || !own.names.empty();
 }
 
 trace_event_id_t StreamUserEvents::stream_id(pid_t pid, uint32_t image, trace_event_id_t local_id)
@@ -378,8 +378,8 @@ std::vector<trace_event_id_t> StreamUserEvents::ids()
 {
     std::vector<trace_event_id_t> all;
     Numbering &own = *numberings_[0];
-    if (self_) {
-        all = UserEventRegistry::instance().ids();
+    if (own_names_) {
+        all = own_names_->ids();
     } else {
         local_name(own, POSIX_TRACE_USER_EVENT_FIRST); // locates the memory reader
         if (own.memory && still_running(own, names_read(own))) {
@@ -402,8 +402,8 @@ int StreamUserEvents::open(const char *name, trace_event_id_t &id)
 {
     if (std::strlen(name) >= TRACE_EVENT_NAME_MAX)
         return ENAMETOOLONG;
-    if (self_)
-        return UserEventRegistry::instance().open(name, id);
+    if (own_names_)
+        return own_names_->open(name, id);
     // Another process's ids are its own: a name it has not registered maps
     // to the unnamed user event.
     if (auto primary = primary_id_of(name))

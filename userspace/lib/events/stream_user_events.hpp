@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "events/event_names.hpp"
 #include "events/remote_user_events.hpp"
 #include "posixtrace.h"
 #include "util/process_files.hpp"
@@ -45,8 +46,9 @@ public:
     // The image a traced process runs now, PT_IMAGE_NONE when not traced.
     using ImageOf = std::function<uint32_t(pid_t)>;
 
-    // `primary`: the process the stream was created for.
-    StreamUserEvents(pid_t primary, ImageOf image_of);
+    // `primary`: the process the stream was created for. `own_names`: this
+    // process's names when the primary is this process, else nullptr.
+    StreamUserEvents(pid_t primary, ImageOf image_of, OwnUserEventNames *own_names);
     // The image the primary ran when it was first traced: the stream's own
     // numbering is that image's.
     void set_primary_image(uint32_t image);
@@ -104,7 +106,7 @@ private:
     std::optional<trace_event_id_t> free_foreign_id();
 
     pid_t primary_;
-    bool self_;
+    OwnUserEventNames *own_names_; // a stream of this process: its own table
     ImageOf image_of_;
     std::vector<std::unique_ptr<Numbering>> numberings_; // [0]: the stream's own; null: exited
     std::map<uint32_t, size_t> numbering_of_image_;      // PT_IMAGE_NONE: [0]

@@ -6,7 +6,7 @@
 
 namespace posixtrace {
 
-void ProcessFollower::follow(const pt_record &record, ProbeAttacher *probes)
+void ProcessFollower::follow(const pt_record &record, ProcessProbes *probes)
 {
     if (record.cpu == PT_CPU_SYSTEM || !probes)
         return; // a system event the stream made, not the kernel

@@ -1,7 +1,7 @@
 #pragma once
 #include "events/stream_user_events.hpp"
 #include "posixtrace.h"
-#include "usdt/probe_attacher.hpp"
+#include "stages/process_probes.hpp"
 
 namespace posixtrace {
 
@@ -14,7 +14,7 @@ class ProcessFollower {
 public:
     explicit ProcessFollower(StreamUserEvents &user_events) : user_events_(user_events) {}
     // `probes`: the stream's, or nullptr once it has none (shut down).
-    void follow(const pt_record &record, ProbeAttacher *probes);
+    void follow(const pt_record &record, ProcessProbes *probes);
 
 private:
     StreamUserEvents &user_events_;

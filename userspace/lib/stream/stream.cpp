@@ -53,9 +53,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     attributes_.create_time = now;
     // Called under the stream's lock; the kernel side goes only at shutdown.
     user_events_ = std::make_unique<StreamUserEvents>(
-        target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; });
-    processes_.emplace(*user_events_);
-    library_threads_ = LibraryThreadFilter(creator_pid_);
+        target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; },
+        target == getpid() ? &UserEventRegistry::instance() : nullptr);
+    pipeline_ = std::make_unique<RecordPipeline>(creator_pid_, *user_events_, filters_);
     // A FLUSH stream of its own process hands its lanes' chunks to its log whole.
     size_t run_bytes =
         takes_lanes(target, attributes) && attributes.stream_full_policy == POSIX_TRACE_FLUSH
@@ -81,7 +81,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     bool reused = take_parked_kernel_side(target, binary, config, lanes_wanted, lanes);
     if (reused) {
         // The records its earlier stream left in the rings are not this one's.
-        cut_offs_.clear_before(rings_created_after_ns);
+        pipeline_->cut_offs().clear_before(rings_created_after_ns);
     } else if (int err = KernelProgram::load(config, kernel_)) {
         return err;
     }
@@ -316,7 +316,8 @@ uint64_t Stream::refused_while_full_locked() const
 
 void Stream::distrust_sleeps_locked()
 {
-    hidden_wakeups_.distrust_until(monotonic_now());
+    if (pipeline_)
+        pipeline_->hidden_wakeups().distrust_until(monotonic_now());
 }
 
 // The drain thread sleeps without a timeout while the stream is suspended:
@@ -393,9 +394,9 @@ int Stream::clear()
     uint64_t misses = kernel_->recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
-    cut_offs_.clear_before(now);
-    hidden_wakeups_.distrust_until(now);
-    hidden_wakeups_.forget_all();
+    pipeline_->cut_offs().clear_before(now);
+    pipeline_->hidden_wakeups().distrust_until(now);
+    pipeline_->hidden_wakeups().forget_all();
     pending_system_.clear();
     store_->clear();
     if (runs_)

@@ -24,13 +24,10 @@
 #include "log/log_writer.hpp"
 #include "sources/kernel/kernel_source.hpp"
 #include "sources/lanes/lane_source.hpp"
-#include "stages/cut_offs.hpp"
 #include "stages/filter_history.hpp"
-#include "stages/hidden_wakeups.hpp"
-#include "stages/library_thread_filter.hpp"
-#include "stages/process_follower.hpp"
-#include "stages/record_kind.hpp"
+#include "stages/record_pipeline.hpp"
 #include "store/loss_ledger.hpp"
+#include "store/loss_placement.hpp"
 #include "store/stream_store.hpp"
 #include "stream/lane_runs.hpp"
 #include "stream/ring_merger.hpp"
@@ -135,6 +132,7 @@ private:
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void overwrite_stored_before_locked(uint64_t monotonic_ns);
     void account_refusals_locked(uint64_t now_ns, uint64_t refused);
+    LossPlacement loss_placement_locked() const;
     uint64_t report_time_locked(uint64_t looked_ns) const;
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
@@ -147,11 +145,7 @@ private:
                                  const KernelProgram::Config &config, bool lanes_wanted,
                                  std::unique_ptr<LaneSource> &lanes);
     void distrust_sleeps_locked();
-    void deliver_user_event_locked(const pt_record &record, const uint8_t *data);
-    void deliver_thread_event_locked(const pt_record &record, const uint8_t *data);
-    void deliver_thread_report_locked(const pt_record &record, const uint8_t *data);
     uint64_t discard_recorded_locked();
-    uint64_t drop_record_locked(const pt_record &record);
     int select_thread_event_programs_locked();
     void store_locked(const pt_record &record, const void *data);
     void push_locked(pt_record record, const void *data);
@@ -212,7 +206,6 @@ private:
     uint64_t started_ns_ = 0;     // monotonic; the latest posix_trace_start's stamp
     uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
     uint64_t passes_ = 0;
-    CutOffs cut_offs_;
     // The programs' recursion misses are read every few passes (ledger_
     // keeps what was seen).
     uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last
@@ -221,8 +214,8 @@ private:
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;
-    LibraryThreadFilter library_threads_; // as of the current drain pass
-    std::optional<ProcessFollower> processes_;
+    // The stages between the merge and the store.
+    std::unique_ptr<RecordPipeline> pipeline_;
     std::unique_ptr<ProbeAttacher> probes_;
     // Lifecycle records that found no room, as last looked at, when, and
     // how many processes that look found.
@@ -236,8 +229,6 @@ private:
         std::vector<uint32_t> images;
     };
     std::optional<ImagesToForget> images_to_forget_;
-    std::set<pid_t> thread_agents_;
-    HiddenWakeups hidden_wakeups_;
     // FLUSH with a log that takes runs, and lanes. Before the log: the log's
     // writing thread may write from a run's memory until the log is gone.
     std::unique_ptr<LaneRuns> runs_;

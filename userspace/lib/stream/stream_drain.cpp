@@ -2,14 +2,12 @@
 // what the kernel lost, follows the traced processes, and delivers.
 #include "stream/stream.hpp"
 
-#include <posix_trace/thread_db.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "stream/stream_internal.hpp"
-#include "threads/td_notify.hpp"
 
 namespace posixtrace {
 using namespace stream_detail;
@@ -66,7 +64,7 @@ void Stream::drain_pass_locked()
         source->join_merge(merger_, now);
         report_given_up_locked(source->look_after(merger_, now));
     }
-    library_threads_.refresh();
+    pipeline_->refresh();
     rescan_after_lifecycle_loss_locked(now);
     uint64_t counts_read_ns = monotonic_now();
     SourceLosses counted = transport_losses_locked(); // once a pass, for both
@@ -77,7 +75,7 @@ void Stream::drain_pass_locked()
         [this](const pt_record &record) { deliver_locked(record, record.data); },
         [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
         [this](const pt_record &record) {
-            if (uint64_t events = drop_record_locked(record))
+            if (uint64_t events = pipeline_->drop(record, probes_.get()))
                 note_stream_loss_locked(StreamLoss::Late, events);
         },
         runs_ ? RingMerger::ChunkSink(
@@ -138,38 +136,12 @@ void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
     images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(images)};
 }
 
-namespace {
-
-// Reports of placed losses, one a distinct start, at most `most`: beyond
-// that, neighbours in time share one, at the earlier start.
-std::vector<PlacedLoss> fold_placed(std::vector<PlacedLoss> placed, size_t most)
-{
-    std::sort(placed.begin(), placed.end(),
-              [](const PlacedLoss &a, const PlacedLoss &b) { return a.after_ns < b.after_ns; });
-    std::vector<PlacedLoss> folded;
-    for (size_t i = 0; i < placed.size(); ++i) {
-        size_t bucket = i * most / placed.size();
-        bool joins = !folded.empty() && (folded.back().after_ns == placed[i].after_ns ||
-                                         (i - 1) * most / placed.size() == bucket);
-        if (joins)
-            folded.back().count += placed[i].count;
-        else
-            folded.push_back(placed[i]);
-    }
-    return folded;
-}
-
-} // namespace
-
-// What the kernel side could not record is reported where it happened. A
-// loss this pass sees was not counted when the previous pass read the
-// counts, so it happened after that reading, and its overflow event is
-// stamped there (less the clock margin, never before what was delivered); a
-// loss of the kernel's rings, where its run began if that is later
-// (LossNotices). Either way it comes before every event stamped after the
-// loss, whatever CPU recorded it. The loss was counted by now: the resume
-// event, stamped now (or when the stream stopped recording), closes the
-// window in which every event it counts was lost.
+// What the kernel side could not record is reported where it happened
+// (LossPlacement): after the previous reading of the counts, or where its
+// run began if the kernel noted that (LossNotices). Either way before every
+// event stamped after the loss, whatever CPU recorded it. The loss was
+// counted by now: the resume event, stamped now (or when the stream stopped
+// recording), closes the window in which every event it counts was lost.
 void Stream::report_kernel_losses_locked(const SourceLosses &counted)
 {
     uint64_t looked_ns = counts_read_ns_;
@@ -188,16 +160,9 @@ void Stream::report_kernel_losses_locked(const SourceLosses &counted)
     if (!lost && !placed)
         return;
     ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
-    if (lost)
-        queue_loss_window_locked({lost, 0, 0}, report_time_locked(looked_ns), ended_ns);
-    uint64_t unreported = placed;
-    for (const PlacedLoss &loss : fold_placed(counted.placed, kMostPlacedReportsEachPass)) {
-        uint64_t count = std::min(loss.count, unreported);
-        unreported -= count;
-        uint64_t from_ns = std::max(loss.after_ns, report_time_locked(counts_read_ns_));
-        if (count)
-            queue_loss_window_locked({count, 0, 0}, from_ns, ended_ns);
-    }
+    for (const LossWindow &window : loss_placement_locked().kernel_windows(
+             lost, counted.placed, placed, looked_ns, counts_read_ns_, ended_ns))
+        queue_loss_window_locked(window.loss, window.from_ns, window.to_ns);
 }
 
 // Every few passes, and once for each flush (a stop is one), the programs'
@@ -254,18 +219,17 @@ void Stream::report_given_up_locked(const RingMerger::GivenUp &given_up)
     queue_loss_events_locked({given_up.records, 0, 0}, report_time_locked(given_up.reserved_by_ns));
 }
 
-// When to stamp the report of something counted after a look at `looked_ns`:
-// there, less the clock margin, and never before what was delivered, nor
-// before the latest start: the kernel records nothing while suspended, and
-// the stop before it read every loss counted until then (a stop is a flush).
-// Without that floor, a stream whose first pass after its start came once a
-// burst had filled a ring reported the loss before its start event, at the
-// last look taken while it was suspended.
+// Without the latest start as a floor, a stream whose first pass after its
+// start came once a burst had filled a ring reported the loss before its
+// start event, at the last look taken while it was suspended.
+LossPlacement Stream::loss_placement_locked() const
+{
+    return LossPlacement(RingMerger::kClockMarginNs, merger_.last_delivered_ns(), started_ns_);
+}
+
 uint64_t Stream::report_time_locked(uint64_t looked_ns) const
 {
-    uint64_t margin = RingMerger::kClockMarginNs;
-    return std::max(
-        {looked_ns > margin ? looked_ns - margin : 0, merger_.last_delivered_ns(), started_ns_});
+    return loss_placement_locked().report_time(looked_ns);
 }
 
 // What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
@@ -295,109 +259,26 @@ void Stream::note_stream_loss_locked(StreamLoss kind, uint64_t count)
     ledger_.owe_report(count);
 }
 
-// A record out of the merge, classified once, through the stages that
-// concern its kind, into the store.
+// A record out of the merge, as the stages left it, into the store.
 void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
 {
-    RecordKind kind = classify(record);
-    if (kind == RecordKind::Lifecycle)
-        processes_->follow(record, probes_.get());
-    else if (library_threads_.hides(record, data, kind))
+    Delivery delivery;
+    pipeline_->deliver(record, data, probes_.get(), delivery);
+    switch (delivery.action) {
+    case Delivery::Action::Skip:
         return;
-    else if (kind == RecordKind::ThreadEvent && thread_agents_.count(pid_t(record.pid)))
-        td_report(POSIX_TRACE_TD_EVENT_OF(record.event_id));
-    if (record.flags & PT_RECORD_NOTICE_ONLY)
+    case Delivery::Action::Refuse:
+        if (delivery.refused_events)
+            note_stream_loss_locked(StreamLoss::Refused, delivery.refused_events);
         return;
-    switch (cut_offs_.of(record.timestamp_ns)) {
-    case CutOffs::Verdict::Keep:
+    case Delivery::Action::Store:
         break;
-    case CutOffs::Verdict::Cleared:
-        return;
-    case CutOffs::Verdict::Refused:
-        if (uint64_t events = drop_record_locked(record))
-            note_stream_loss_locked(StreamLoss::Refused, events);
-        return;
     }
-    switch (kind) {
-    case RecordKind::UserEvent:
-        deliver_user_event_locked(record, data);
-        return;
-    case RecordKind::ThreadReport:
-        deliver_thread_report_locked(record, data);
-        return;
-    case RecordKind::ThreadEvent:
-        deliver_thread_event_locked(record, data);
-        return;
-    default:
-        store_locked(record, data);
-        return;
-    }
-}
-
-// In the numbering of the stream, not of the process: an exec'd image's
-// event that the stream numbers anew is checked against the filter in force
-// at its stamp.
-void Stream::deliver_user_event_locked(const pt_record &record, const uint8_t *data)
-{
-    pt_record header = record;
-    header.event_id = user_events_->stream_id(pid_t(record.pid), record.image, record.event_id);
-    if (header.event_id != record.event_id &&
-        filters_.filtered_at(header.event_id, record.timestamp_ns))
-        return;
-    store_locked(header, data);
-}
-
-void Stream::deliver_thread_event_locked(const pt_record &record, const uint8_t *data)
-{
-    if (std::optional<pt_td_data> counted = library_threads_.corrected_concurrency(record, data)) {
-        store_locked(record, &*counted);
-        return;
-    }
-    // Sleeps and wakeups are tracked only where both are recorded for
-    // every thread, and not for a process whose thread agent is told.
-    if (record.data_len == sizeof(pt_td_data) &&
-        !filtered_locked(POSIX_TRACE_TD_EVENT_ID(PT_TD_SLEEP)) &&
-        !filtered_locked(POSIX_TRACE_TD_EVENT_ID(PT_TD_READY)) &&
-        !thread_agents_.count(pid_t(record.pid))) {
-        pt_td_data about;
-        std::memcpy(&about, data, sizeof about);
-        hidden_wakeups_.track(record, about);
-    }
-    store_locked(record, data);
-}
-
-// The kernel's report that it hid scheduler events of one thread.
-void Stream::deliver_thread_report_locked(const pt_record &record, const uint8_t *data)
-{
-    posix_trace_overflow_data lost;
-    std::memcpy(&lost, data, sizeof lost);
-    if (hidden_wakeups_.woken_unseen(record)) {
-        ++lost.lost;
-        ++lost.lost_in_kernel;
-    }
-    store_locked(record, &lost);
-    ledger_.count_kernel_loss(0, lost.lost_in_kernel, 0);
-    if (!filtered_locked(POSIX_TRACE_RESUME))
+    store_locked(delivery.header, delivery.data);
+    if (delivery.hidden_in_kernel)
+        ledger_.count_kernel_loss(0, delivery.hidden_in_kernel, 0);
+    if (delivery.resume_after)
         store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
-}
-
-// A record the stream does not deliver: processes still come and go, so a
-// lifecycle record is followed; returns how many events are lost with it (a
-// notice is no event, nor is a record from before posix_trace_clear; the
-// kernel's report about a thread stands for its count).
-uint64_t Stream::drop_record_locked(const pt_record &record)
-{
-    RecordKind kind = classify(record);
-    if (kind == RecordKind::Lifecycle)
-        processes_->follow(record, probes_.get());
-    if ((record.flags & PT_RECORD_NOTICE_ONLY) || cut_offs_.cleared(record.timestamp_ns))
-        return 0;
-    if (record.event_id == POSIX_TRACE_OVERFLOW) {
-        posix_trace_overflow_data lost;
-        std::memcpy(&lost, record.data, sizeof lost);
-        return lost.lost;
-    }
-    return 1;
 }
 
 // Drops what the kernel recorded and the merge has not delivered; returns
@@ -405,7 +286,8 @@ uint64_t Stream::drop_record_locked(const pt_record &record)
 uint64_t Stream::discard_recorded_locked()
 {
     uint64_t events = 0;
-    merger_.discard_all([&](const pt_record &record) { events += drop_record_locked(record); });
+    merger_.discard_all(
+        [&](const pt_record &record) { events += pipeline_->drop(record, probes_.get()); });
     return events;
 }
 

@@ -83,7 +83,7 @@ void Stream::auto_restart_locked()
     if (LossReport refused = store_->take_refused(); refused.any())
         queue_loss_events_locked(refused, now);
     queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
-    cut_offs_.accept_after(now);
+    pipeline_->cut_offs().accept_after(now);
     resume_running_locked();
 }
 
@@ -99,7 +99,7 @@ void Stream::cancel_auto_restart_locked()
     uint64_t lost = discard_recorded_locked();
     store_->add_refused(lost);
     ledger_.count_stream_loss(StreamLoss::Refused, lost);
-    cut_offs_.accept_after(now);
+    pipeline_->cut_offs().accept_after(now);
     phase_ = StreamPhase::Suspended;
 }
 

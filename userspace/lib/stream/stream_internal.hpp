@@ -21,10 +21,6 @@ inline constexpr uint64_t kFlushRetryNs = 50'000;
 // Reading the programs' recursion misses is a system call per program: done
 // every this many passes.
 inline constexpr uint64_t kMissesPeriodPasses = 8;
-// Losses of the kernel's rings are reported where their runs began: at most
-// this many reports a pass (a CPU's ring that fills and empties again and
-// again makes a run each time).
-inline constexpr size_t kMostPlacedReportsEachPass = 16;
 // After lifecycle records were lost, the traced processes are looked at
 // again at most this often (a /proc scan of each) while at most this many
 // are traced; past that, less often in proportion.

@@ -111,11 +111,10 @@ std::optional<uint64_t> Stream::take_chunk_locked(const RingMerger::Chunk &chunk
     if (log_->first_error() || read_with_getnext_)
         return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     LaneRuns::Judge judge{
-        [this](uint64_t ns) { return cut_offs_.of(ns) == CutOffs::Verdict::Keep; },
+        [this](uint64_t ns) { return pipeline_->cut_offs().of(ns) == CutOffs::Verdict::Keep; },
         [this](const pt_record &record) {
             return classify(record) == RecordKind::UserEvent &&
-                   user_events_->stream_id(pid_t(record.pid), record.image, record.event_id) ==
-                       record.event_id;
+                   pipeline_->user_ids().keeps_id(record);
         },
         [this](uint32_t id) { return event_name_locked(id); }};
     // The chunk's bytes bound what its run takes, names aside.

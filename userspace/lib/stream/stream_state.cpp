@@ -175,15 +175,12 @@ bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &c
 int Stream::set_thread_agent(pid_t pid, bool present)
 {
     std::lock_guard lock(mutex_);
-    if (present)
-        thread_agents_.insert(pid);
-    else
-        thread_agents_.erase(pid);
+    pipeline_->agents().set(pid, present);
     if (shut_down())
         return 0;
     int err = select_thread_event_programs_locked();
     if (err && present) // an agent whose events cannot all be produced is refused
-        thread_agents_.erase(pid);
+        pipeline_->agents().set(pid, false);
     return err;
 }
 
@@ -193,7 +190,7 @@ int Stream::select_thread_event_programs_locked()
 {
     uint32_t wanted = 0;
     for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
-        if (!thread_agents_.empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
+        if (!pipeline_->agents().empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
             wanted |= 1u << i;
     return kernel_->select_thread_event_programs(wanted);
 }

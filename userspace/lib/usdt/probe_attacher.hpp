@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernel/kernel_program.hpp"
+#include "stages/process_probes.hpp"
 #include "usdt/usdt_notes.hpp"
 #include "util/process_files.hpp"
 #include "util/unique_fd.hpp"
@@ -22,7 +23,7 @@ namespace posixtrace {
 // as those change (exec, dlopen): libposixtrace's posix_trace:event probe,
 // the dynamic linker's link-map hook, and the USDT probes the user asked for,
 // one event type per PROVIDER:NAME however many objects and sites have it.
-class ProbeAttacher {
+class ProbeAttacher final : public ProcessProbes {
 public:
     // `system_wide`: attach in every process that maps an object (the BPF
     // side keeps the traced ones), so children are covered from their first
@@ -36,7 +37,7 @@ public:
     // before its dynamic linker ran, in the libraries it is about to load.
     // 0, ESRCH (no such process, or one that maps nothing: a kernel thread),
     // or the error of attaching the user-event probe.
-    int refresh(pid_t pid);
+    int refresh(pid_t pid) override;
 
     // Attaches the probes matching `spec` ("PROVIDER:NAME", "PROVIDER:*",
     // "*") in `pid`'s objects, and in the objects it maps later. `attached`
@@ -65,7 +66,7 @@ public:
     bool leaves_user_events() const { return user_events_elsewhere_.has_value(); }
 
     // Processes scanned so far that are gone may be forgotten.
-    void forget(pid_t pid);
+    void forget(pid_t pid) override;
     // The processes scanned and not forgotten.
     std::vector<pid_t> processes() const;
 
