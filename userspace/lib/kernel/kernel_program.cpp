@@ -4,7 +4,6 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,12 +41,6 @@ void configure_libbpf_once()
 {
     static std::once_flag once;
     std::call_once(once, [] { libbpf_set_print(quiet_libbpf_print); });
-}
-
-int errno_from(int libbpf_error)
-{
-    int e = libbpf_error < 0 ? -libbpf_error : libbpf_error;
-    return e ? e : EIO;
 }
 
 } // namespace
@@ -514,88 +507,6 @@ KernelProgram::RunningImages KernelProgram::running_images() const
     return running;
 }
 
-int KernelProgram::set_td_process(pid_t tgid, const pt_td_process &process)
-{
-    __u32 key = tgid;
-    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process, BPF_ANY))
-        return errno_from(-errno);
-    return 0;
-}
-
-void KernelProgram::remove_td_process(pid_t tgid)
-{
-    __u32 key = tgid;
-    bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.td_processes), &key);
-}
-
-std::optional<pt_td_process> KernelProgram::td_process(pid_t tgid) const
-{
-    __u32 key = tgid;
-    pt_td_process process;
-    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process))
-        return std::nullopt;
-    return process;
-}
-
-int KernelProgram::set_td_thread(pid_t tid, const pt_td_thread &thread)
-{
-    __u32 key = tid;
-    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread, BPF_ANY))
-        return errno_from(-errno);
-    return 0;
-}
-
-std::optional<pt_td_thread> KernelProgram::td_thread(pid_t tid) const
-{
-    __u32 key = tid;
-    pt_td_thread thread;
-    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread))
-        return std::nullopt;
-    return thread;
-}
-
-void KernelProgram::remove_td_threads_of(pid_t tgid)
-{
-    // The thread table has no tgid: ask /proc for the process's threads.
-    std::string tasks = "/proc/" + std::to_string(tgid) + "/task";
-    if (DIR *dir = opendir(tasks.c_str())) {
-        while (dirent *entry = readdir(dir)) {
-            __u32 key = uint32_t(std::strtoul(entry->d_name, nullptr, 10));
-            if (key)
-                bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.td_threads), &key);
-        }
-        closedir(dir);
-    }
-}
-
-std::optional<pt_td_message> KernelProgram::take_td_message(pid_t tid)
-{
-    __u32 key = tid;
-    pt_td_message message;
-    if (bpf_map_lookup_and_delete_elem(bpf_map__fd(skeleton_->maps.td_messages), &key, &message))
-        return std::nullopt;
-    return message;
-}
-
-std::optional<std::pair<pid_t, pt_td_message>> KernelProgram::take_any_td_message(pid_t tgid)
-{
-    int fd = bpf_map__fd(skeleton_->maps.td_messages);
-    __u32 key = 0, next;
-    bool first = true;
-    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-        first = false;
-        key = next;
-        pt_td_message message;
-        if (bpf_map_lookup_elem(fd, &key, &message) != 0 || message.tgid != uint32_t(tgid))
-            continue;
-        // Another reader may take it first: then look further.
-        if (bpf_map_lookup_and_delete_elem(fd, &key, &message) == 0 &&
-            message.tgid == uint32_t(tgid))
-            return std::pair{pid_t(key), message};
-    }
-    return std::nullopt;
-}
-
 uint64_t KernelProgram::sum_over_cpus(__u64 pt_cpu_state::*counter) const
 {
     uint64_t total = 0;
@@ -682,37 +593,6 @@ uint64_t KernelProgram::recursion_misses_total() const
     uint64_t total = 0; // allocates nothing: the drain thread reads it while the process may fork
     for_each_loaded_program(skeleton_->obj, [&](bpf_program *, uint64_t count) { total += count; });
     return total - misses_before_total_;
-}
-
-std::string object_path_of(const void *address)
-{
-    struct Search {
-        uintptr_t address;
-        std::string path;
-        bool found;
-    } search{reinterpret_cast<uintptr_t>(address), {}, false};
-
-    dl_iterate_phdr(
-        [](dl_phdr_info *info, size_t, void *data) {
-            auto *s = static_cast<Search *>(data);
-            for (int i = 0; i < info->dlpi_phnum; ++i) {
-                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-                uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-                if (ph.p_type == PT_LOAD && s->address >= start &&
-                    s->address < start + ph.p_memsz) {
-                    s->path = info->dlpi_name ? info->dlpi_name : "";
-                    s->found = true;
-                    return 1;
-                }
-            }
-            return 0;
-        },
-        &search);
-    if (search.found && !search.path.empty())
-        return search.path;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    return n > 0 ? std::string(exe, size_t(n)) : std::string("/proc/self/exe");
 }
 
 } // namespace posixtrace

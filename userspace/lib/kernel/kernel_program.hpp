@@ -3,6 +3,7 @@
 #include <sys/types.h>
 #include <trace.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -177,6 +178,12 @@ public:
     uint64_t recursion_misses_total() const;
 
 private:
+    // An errno for a libbpf error (negative or not; EIO when it is 0).
+    static int errno_from(int libbpf_error)
+    {
+        int e = libbpf_error < 0 ? -libbpf_error : libbpf_error;
+        return e ? e : EIO;
+    }
     static bool descriptors_left_for(size_t sites);
     // One counter of the mmapped per-CPU states, summed over the CPUs.
     uint64_t sum_over_cpus(__u64 pt_cpu_state::*counter) const;
@@ -245,9 +252,5 @@ private:
     size_t usdt_sites_attached_ = 0; // released only with the probes (retire_probes)
     std::map<std::string, uint32_t> usdt_spec_indexes_; // a pt_usdt_spec's bytes -> its index
 };
-
-// Path of the object (shared library or executable) that holds `address`
-// in this process, for attaching probes to our own code.
-std::string object_path_of(const void *address);
 
 } // namespace posixtrace

@@ -12,6 +12,7 @@
 #include "events/event_set.hpp"
 #include "sources/kernel/kernel_parking.hpp"
 #include "stream/stream_internal.hpp"
+#include "util/own_objects.hpp"
 #include "util/process_id.hpp"
 
 namespace posixtrace {
@@ -56,6 +57,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; },
         target == getpid() ? &UserEventRegistry::instance() : nullptr);
     pipeline_ = std::make_unique<RecordPipeline>(creator_pid_, *user_events_, filters_);
+    rescan_ = std::make_unique<ProcessRescan>(*user_events_);
     // A FLUSH stream of its own process hands its lanes' chunks to its log whole.
     size_t run_bytes =
         takes_lanes(target, attributes) && attributes.stream_full_policy == POSIX_TRACE_FLUSH

@@ -30,6 +30,7 @@
 #include "store/loss_placement.hpp"
 #include "store/stream_store.hpp"
 #include "stream/lane_runs.hpp"
+#include "stream/process_rescan.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
@@ -127,7 +128,6 @@ private:
     void drain_loop(std::stop_token stop);
     std::optional<timespec> drain_timeout_locked() const;
     void drain_pass_locked();
-    void rescan_after_lifecycle_loss_locked(uint64_t now_ns);
     void report_kernel_losses_locked(const SourceLosses &counted);
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void overwrite_stored_before_locked(uint64_t monotonic_ns);
@@ -217,18 +217,8 @@ private:
     // The stages between the merge and the store.
     std::unique_ptr<RecordPipeline> pipeline_;
     std::unique_ptr<ProbeAttacher> probes_;
-    // Lifecycle records that found no room, as last looked at, when, and
-    // how many processes that look found.
-    uint64_t lifecycle_lost_seen_ = 0;
-    uint64_t rescanned_ns_ = 0; // monotonic
-    size_t processes_rescanned_ = 0;
-    // Images no process ran at the last rescan: forgotten once everything
-    // stamped before that look is delivered.
-    struct ImagesToForget {
-        uint64_t looked_ns; // monotonic
-        std::vector<uint32_t> images;
-    };
-    std::optional<ImagesToForget> images_to_forget_;
+    // Every traced process looked at when lifecycle records were lost.
+    std::unique_ptr<ProcessRescan> rescan_;
     // FLUSH with a log that takes runs, and lanes. Before the log: the log's
     // writing thread may write from a run's memory until the log is gone.
     std::unique_ptr<LaneRuns> runs_;

@@ -51,8 +51,8 @@ std::optional<timespec> Stream::drain_timeout_locked() const
         return timespec{0, 0};
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running() || !pending_system_.empty() || merger_.holding() || images_to_forget_ ||
-        kernel_->lifecycle_lost() != lifecycle_lost_seen_)
+    if (running() || !pending_system_.empty() || merger_.holding() ||
+        (rescan_ && rescan_->pending(*kernel_)))
         return to_timespec(kDrainPeriodNs);
     return std::nullopt;
 }
@@ -65,7 +65,8 @@ void Stream::drain_pass_locked()
         report_given_up_locked(source->look_after(merger_, now));
     }
     pipeline_->refresh();
-    rescan_after_lifecycle_loss_locked(now);
+    if (probes_)
+        rescan_->look(now, *kernel_, *probes_);
     uint64_t counts_read_ns = monotonic_now();
     SourceLosses counted = transport_losses_locked(); // once a pass, for both
     report_kernel_losses_locked(counted);
@@ -87,53 +88,12 @@ void Stream::drain_pass_locked()
     if (uint64_t older = merger_.take_dropped_older())
         note_stream_loss_locked(StreamLoss::Overwritten, older);
     filters_.forget_before(merger_.last_delivered_ns());
-    if (images_to_forget_ && safe_ns_ > images_to_forget_->looked_ns) {
-        user_events_->drop_images(images_to_forget_->images);
-        images_to_forget_.reset();
-    }
+    rescan_->delivered_before(safe_ns_);
     last_pass_ns_ = now;
     ++passes_;
     if (uint64_t owed = ledger_.take_owed())
         queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
     update_readable_locked();
-}
-
-// The stream follows its processes by their fork, exec, exit and link-map
-// records. When one found no room, the stream looks at every traced process
-// instead, at most once a period (longer in proportion past
-// kProcessesRescannedEachPeriod processes: a process that keeps records
-// from fitting cannot keep the drain reading /proc): probes are attached in
-// the objects each maps now (a new image's, a dlopened library's),
-// processes gone are forgotten, and so, once all they recorded is
-// delivered, are the images no process runs any more. Events of an image
-// the stream was not told of are named by that image's own names
-// (StreamUserEvents).
-void Stream::rescan_after_lifecycle_loss_locked(uint64_t now_ns)
-{
-    uint64_t lost = kernel_->lifecycle_lost();
-    uint64_t period = kRescanPeriodNs *
-                      std::max<uint64_t>(1, processes_rescanned_ / kProcessesRescannedEachPeriod);
-    if (lost == lifecycle_lost_seen_ || !probes_ || now_ns - rescanned_ns_ < period)
-        return;
-    rescanned_ns_ = now_ns;
-    KernelProgram::RunningImages running = kernel_->running_images();
-    processes_rescanned_ = running.by_process.size();
-    for (const auto &[pid, image] : running.by_process)
-        probes_->refresh(pid);
-    user_events_->look_again_at_objects();
-    if (!running.complete)
-        return; // one not listed may still run: nothing forgotten, looked at again next period
-    lifecycle_lost_seen_ = lost;
-    std::set<uint32_t> images;
-    for (const auto &[pid, image] : running.by_process)
-        images.insert(image);
-    for (pid_t pid : probes_->processes())
-        if (!running.by_process.count(pid))
-            probes_->forget(pid);
-    // Everything an image not running at the look recorded is stamped
-    // before the look ended. An earlier look's images still known are
-    // among these.
-    images_to_forget_ = ImagesToForget{monotonic_now(), user_events_->images_not_in(images)};
 }
 
 // What the kernel side could not record is reported where it happened

@@ -21,11 +21,6 @@ inline constexpr uint64_t kFlushRetryNs = 50'000;
 // Reading the programs' recursion misses is a system call per program: done
 // every this many passes.
 inline constexpr uint64_t kMissesPeriodPasses = 8;
-// After lifecycle records were lost, the traced processes are looked at
-// again at most this often (a /proc scan of each) while at most this many
-// are traced; past that, less often in proportion.
-inline constexpr uint64_t kRescanPeriodNs = 10'000'000;
-inline constexpr uint64_t kProcessesRescannedEachPeriod = 100;
 inline constexpr size_t kMinRingBytes = 256 * 1024;
 inline constexpr size_t kMaxRingBytes = 64u << 20;
 
