@@ -497,16 +497,22 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
         merger.add_ring(std::move(ring), monotonic_ns());
     }
     std::atomic<int> writing{2};
+    std::atomic<bool> refused{false}; // Catch2 asserts from the main thread only
+    std::atomic<int> written[2] = {0, 0};
     std::vector<std::thread> threads;
     for (int w = 0; w < 2; ++w)
         threads.emplace_back([&, w] {
-            for (int i = 0; i < kRecords; ++i) {
+            for (int i = 0; i < kRecords && !refused; ++i) {
                 pt_record *record = rings[size_t(w)]->reserve(16);
-                REQUIRE(record);
+                if (!record) {
+                    refused = true;
+                    break;
+                }
                 record->timestamp_ns = monotonic_ns();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
                 rings[size_t(w)]->commit(record);
+                written[w].store(i + 1, std::memory_order_relaxed);
             }
             --writing;
         });
@@ -527,12 +533,25 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
                                 return take_chunk(chunk, taken, seen);
                             }};
     std::deque<SystemEvent> system;
+    // Each merge waits until a ring has three chunks more than at the
+    // merge before (a chunk holds 910 of these records): a whole chunk is
+    // there to take however slowly the writers run beside the merge.
+    constexpr int kNewRecordsBeforeMerge = 3 * 1024;
+    int merged_at[2] = {0, 0};
+    auto enough_new = [&] {
+        return written[0] - merged_at[0] >= kNewRecordsBeforeMerge ||
+               written[1] - merged_at[1] >= kNewRecordsBeforeMerge;
+    };
     while (writing > 0 || merger.holding()) {
+        while (writing > 0 && !enough_new())
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        merged_at[0] = written[0];
+        merged_at[1] = written[1];
         merger.merge(monotonic_ns(), system, sinks);
-        std::this_thread::sleep_for(std::chrono::microseconds(300));
     }
     for (auto &thread : threads)
         thread.join();
+    REQUIRE_FALSE(refused);
     merger.merge(monotonic_ns() + RingMerger::kClockMarginNs, system, sinks);
     INFO(taken.chunks << " chunks taken, " << taken.records << " records in them");
     CHECK(taken.chunks > 0);
