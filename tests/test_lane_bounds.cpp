@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +25,8 @@ using namespace lanes_support;
 
 namespace {
 
-// CPU time (user + system) of this process's thread named `name`, in ms.
+// CPU time of this process's thread named `name`, in ms: the scheduler's
+// count in ns (schedstat), not the 10 ms ticks of stat, which sample it.
 double thread_cpu_ms(const std::string &name)
 {
     DIR *tasks = opendir("/proc/self/task");
@@ -39,18 +39,10 @@ double thread_cpu_ms(const std::string &name)
         std::string thread_name;
         if (!std::getline(comm, thread_name) || thread_name != name)
             continue;
-        std::ifstream stat(base + "/stat");
-        std::string text((std::istreambuf_iterator<char>(stat)), {});
-        std::istringstream fields(text.substr(text.rfind(')') + 2));
-        std::string field;
-        unsigned long long utime = 0, stime = 0;
-        for (int i = 3; i <= 15 && fields >> field; ++i) {
-            if (i == 14)
-                utime = std::stoull(field);
-            if (i == 15)
-                stime = std::stoull(field);
-        }
-        found = double(utime + stime) * 1000.0 / double(sysconf(_SC_CLK_TCK));
+        std::ifstream schedstat(base + "/schedstat");
+        unsigned long long run_ns = 0;
+        if (schedstat >> run_ns)
+            found = double(run_ns) / 1e6;
     }
     closedir(tasks);
     return found;
