@@ -53,6 +53,11 @@ public:
             std::memcpy(bytes_.data() + sizeof header, data, size);
     }
     pt_record &header() { return *reinterpret_cast<pt_record *>(bytes_.data()); }
+    Record &&from_thread(pid_t tid) &&
+    {
+        header().tid = uint32_t(tid);
+        return std::move(*this);
+    }
     const uint8_t *data() { return header().data; }
 
 private:
@@ -82,6 +87,12 @@ struct Pipeline {
     {
         stages.deliver(record.header(), record.data(), &probes, out);
     }
+    Delivery::Action action_of(Record record)
+    {
+        Delivery out;
+        deliver(record, out);
+        return out.action;
+    }
     void name(pid_t pid, trace_event_id_t id, const std::string &text)
     {
         pt_user_name name{};
@@ -105,6 +116,14 @@ pt_td_data about_thread(pid_t tid, uint64_t value = 0)
     about.tid = tid;
     about.value = value;
     return about;
+}
+
+// What a delivery stores as the record's data.
+template <class Data> Data stored_data(const Delivery &delivery)
+{
+    Data data;
+    std::memcpy(&data, delivery.data, sizeof data);
+    return data;
 }
 
 trace_event_set_t set_of(trace_event_id_t id)
@@ -163,7 +182,7 @@ TEST_CASE("record pipeline: a fork record too short to name its child is not rea
     Delivery out;
     pipeline.deliver(fork, out);
     CHECK(out.action == Delivery::Action::Store);
-    CHECK(out.header.data_len == sizeof short_data);
+    CHECK(out.header->data_len == sizeof short_data);
 }
 
 TEST_CASE("record pipeline: cleared records are skipped, refused ones counted with what they "
@@ -190,7 +209,8 @@ TEST_CASE("record pipeline: cleared records are skipped, refused ones counted wi
     Delivery stored;
     pipeline.deliver(kept, stored);
     CHECK(stored.action == Delivery::Action::Store);
-    CHECK(stored.header.event_id == POSIX_TRACE_USDT_EVENT_FIRST);
+    CHECK(stored.header->event_id == POSIX_TRACE_USDT_EVENT_FIRST);
+    CHECK(stored.header == &kept.header()); // stored as it came: no copy
 }
 
 TEST_CASE("record pipeline: a thread report counts the wakeup it hid, and a resume follows it",
@@ -198,23 +218,20 @@ TEST_CASE("record pipeline: a thread report counts the wakeup it hid, and a resu
 {
     Pipeline pipeline;
     pt_td_data sleeper = about_thread(7);
-    Record sleep(POSIX_TRACE_TD_EVENT_ID(PT_TD_SLEEP), 10, kPrimary, &sleeper, sizeof sleeper);
-    Delivery slept;
-    pipeline.deliver(sleep, slept);
-    REQUIRE(slept.action == Delivery::Action::Store);
+    REQUIRE(pipeline.action_of(Record(POSIX_TRACE_TD_EVENT_ID(PT_TD_SLEEP), 10, kPrimary, &sleeper,
+                                      sizeof sleeper)) == Delivery::Action::Store);
 
     posix_trace_overflow_data hid{2, 2, 0};
-    Record report(POSIX_TRACE_OVERFLOW, 20, kPrimary, &hid, sizeof hid);
-    report.header().tid = 7;
+    Record report = Record(POSIX_TRACE_OVERFLOW, 20, kPrimary, &hid, sizeof hid).from_thread(7);
     Delivery counted;
     pipeline.deliver(report, counted);
     REQUIRE(counted.action == Delivery::Action::Store);
-    posix_trace_overflow_data stored;
-    std::memcpy(&stored, counted.data, sizeof stored);
+    auto stored = stored_data<posix_trace_overflow_data>(counted);
     CHECK(stored.lost == 3);
     CHECK(stored.lost_in_kernel == 3);
     CHECK(counted.hidden_in_kernel == 3);
     CHECK(counted.resume_after);
+    CHECK(counted.header->data_len == sizeof stored);
     // The record it came in is untouched.
     posix_trace_overflow_data original;
     std::memcpy(&original, report.data(), sizeof original);
@@ -223,13 +240,25 @@ TEST_CASE("record pipeline: a thread report counts the wakeup it hid, and a resu
     SECTION("not once the resume is filtered, nor for a thread not seen asleep")
     {
         pipeline.filters.set_current(set_of(POSIX_TRACE_RESUME));
-        Record again(POSIX_TRACE_OVERFLOW, 30, kPrimary, &hid, sizeof hid);
-        again.header().tid = 7;
+        Record again = Record(POSIX_TRACE_OVERFLOW, 30, kPrimary, &hid, sizeof hid).from_thread(7);
         Delivery uncounted;
         pipeline.deliver(again, uncounted);
-        std::memcpy(&stored, uncounted.data, sizeof stored);
+        stored = stored_data<posix_trace_overflow_data>(uncounted);
         CHECK(stored.lost == 2);
         CHECK_FALSE(uncounted.resume_after);
+    }
+    SECTION("a report shorter than its layout is read as far as it goes, the rest zero")
+    {
+        uint64_t lost_only = 5;
+        Record cut =
+            Record(POSIX_TRACE_OVERFLOW, 30, kPrimary, &lost_only, sizeof lost_only).from_thread(8);
+        Delivery short_report;
+        pipeline.deliver(cut, short_report);
+        REQUIRE(short_report.action == Delivery::Action::Store);
+        stored = stored_data<posix_trace_overflow_data>(short_report);
+        CHECK(stored.lost == 5);
+        CHECK(stored.lost_in_kernel == 0);
+        CHECK(short_report.header->data_len == sizeof stored);
     }
     SECTION("nor the sleep of a process whose thread agent is told")
     {
@@ -242,7 +271,7 @@ TEST_CASE("record pipeline: a thread report counts the wakeup it hid, and a resu
         told_report.header().tid = 7;
         Delivery reported;
         pipeline.deliver(told_report, reported);
-        std::memcpy(&stored, reported.data, sizeof stored);
+        stored = stored_data<posix_trace_overflow_data>(reported);
         CHECK(stored.lost == 2);
     }
 }
@@ -264,7 +293,7 @@ TEST_CASE("record pipeline: an exec'd image's user events are renumbered by name
     Delivery renumbered;
     pipeline.deliver(before, renumbered);
     REQUIRE(renumbered.action == Delivery::Action::Store);
-    CHECK(renumbered.header.event_id == ours);
+    CHECK(renumbered.header->event_id == ours);
     CHECK(before.header().event_id == theirs);
 
     // "request" filtered from 2000 on: the kernel let the other image's
@@ -306,17 +335,14 @@ TEST_CASE("record pipeline: the library's own threads are hidden, and td_concurr
     pipeline.stages.refresh();
     uint64_t now = posixtrace::clock_nanos(CLOCK_MONOTONIC);
 
-    Record usdt(POSIX_TRACE_USDT_EVENT_FIRST, now, self);
-    usdt.header().tid = uint32_t(library_tid.load());
-    Delivery hidden;
-    pipeline.deliver(usdt, hidden);
-    CHECK(hidden.action == Delivery::Action::Skip);
+    pid_t library = library_tid.load();
+    CHECK(
+        pipeline.action_of(Record(POSIX_TRACE_USDT_EVENT_FIRST, now, self).from_thread(library)) ==
+        Delivery::Action::Skip);
     // A user event is the application's, whatever thread once had its tid.
-    Record user(POSIX_TRACE_USER_EVENT_FIRST, now, self);
-    user.header().tid = uint32_t(library_tid.load());
-    Delivery shown;
-    pipeline.deliver(user, shown);
-    CHECK(shown.action == Delivery::Action::Store);
+    CHECK(
+        pipeline.action_of(Record(POSIX_TRACE_USER_EVENT_FIRST, now, self).from_thread(library)) ==
+        Delivery::Action::Store);
 
     pt_td_data threads = about_thread(self, 5);
     Record concurrency(POSIX_TRACE_TD_EVENT_ID(PT_TD_CONCURRENCY), now, self, &threads,
@@ -324,16 +350,13 @@ TEST_CASE("record pipeline: the library's own threads are hidden, and td_concurr
     Delivery corrected;
     pipeline.deliver(concurrency, corrected);
     REQUIRE(corrected.action == Delivery::Action::Store);
-    pt_td_data counted;
-    std::memcpy(&counted, corrected.data, sizeof counted);
+    auto counted = stored_data<pt_td_data>(corrected);
     CHECK(counted.value == 4);
 
     // Another process's threads are its own.
-    Record other(POSIX_TRACE_USDT_EVENT_FIRST, now, kOther);
-    other.header().tid = uint32_t(library_tid.load());
-    Delivery others;
-    pipeline.deliver(other, others);
-    CHECK(others.action == Delivery::Action::Store);
+    CHECK(pipeline.action_of(
+              Record(POSIX_TRACE_USDT_EVENT_FIRST, now, kOther).from_thread(library)) ==
+          Delivery::Action::Store);
     thread.request_stop();
     thread.join();
 }

@@ -13,13 +13,30 @@
 #include "posixtrace.skel.h"
 
 namespace posixtrace {
+namespace {
+
+// Each of these maps is keyed by a tgid or a tid. False, errno set, when
+// the map refused the entry.
+template <class Value> bool store_entry(const bpf_map *map, pid_t id, const Value &value)
+{
+    __u32 key = uint32_t(id);
+    return bpf_map_update_elem(bpf_map__fd(map), &key, &value, BPF_ANY) == 0;
+}
+
+template <class Value> std::optional<Value> entry_of(const bpf_map *map, pid_t id)
+{
+    __u32 key = uint32_t(id);
+    Value value;
+    if (bpf_map_lookup_elem(bpf_map__fd(map), &key, &value))
+        return std::nullopt;
+    return value;
+}
+
+} // namespace
 
 int KernelProgram::set_td_process(pid_t tgid, const pt_td_process &process)
 {
-    __u32 key = tgid;
-    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process, BPF_ANY))
-        return errno_from(-errno);
-    return 0;
+    return store_entry(skeleton_->maps.td_processes, tgid, process) ? 0 : errno_from(-errno);
 }
 
 void KernelProgram::remove_td_process(pid_t tgid)
@@ -30,28 +47,17 @@ void KernelProgram::remove_td_process(pid_t tgid)
 
 std::optional<pt_td_process> KernelProgram::td_process(pid_t tgid) const
 {
-    __u32 key = tgid;
-    pt_td_process process;
-    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_processes), &key, &process))
-        return std::nullopt;
-    return process;
+    return entry_of<pt_td_process>(skeleton_->maps.td_processes, tgid);
 }
 
 int KernelProgram::set_td_thread(pid_t tid, const pt_td_thread &thread)
 {
-    __u32 key = tid;
-    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread, BPF_ANY))
-        return errno_from(-errno);
-    return 0;
+    return store_entry(skeleton_->maps.td_threads, tid, thread) ? 0 : errno_from(-errno);
 }
 
 std::optional<pt_td_thread> KernelProgram::td_thread(pid_t tid) const
 {
-    __u32 key = tid;
-    pt_td_thread thread;
-    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.td_threads), &key, &thread))
-        return std::nullopt;
-    return thread;
+    return entry_of<pt_td_thread>(skeleton_->maps.td_threads, tid);
 }
 
 void KernelProgram::remove_td_threads_of(pid_t tgid)

@@ -37,12 +37,11 @@ void RecordPipeline::deliver(const pt_record &record, const uint8_t *data, Proce
         out.refused_events = events_lost_with(record);
         return;
     }
-    out.header = record;
+    out.header = &record;
     out.data = data;
     switch (kind) {
     case RecordKind::UserEvent:
-        if (user_ids_.translate(out.header))
-            out.action = Delivery::Action::Store;
+        deliver_user_event(record, out);
         return;
     case RecordKind::ThreadReport:
         deliver_thread_report(record, data, out);
@@ -56,6 +55,19 @@ void RecordPipeline::deliver(const pt_record &record, const uint8_t *data, Proce
     }
 }
 
+void RecordPipeline::deliver_user_event(const pt_record &record, Delivery &out)
+{
+    std::optional<trace_event_id_t> id = user_ids_.stream_id(record);
+    if (!id)
+        return;
+    out.action = Delivery::Action::Store;
+    if (*id != record.event_id) {
+        out.rewritten_header = record;
+        out.rewritten_header.event_id = *id;
+        out.header = &out.rewritten_header;
+    }
+}
+
 // Sleeps and wakeups are tracked only where both are recorded for every
 // thread, and not for a process whose thread agent is told.
 void RecordPipeline::deliver_thread_event(const pt_record &record, const uint8_t *data,
@@ -63,8 +75,8 @@ void RecordPipeline::deliver_thread_event(const pt_record &record, const uint8_t
 {
     out.action = Delivery::Action::Store;
     if (std::optional<pt_td_data> counted = library_threads_.corrected_concurrency(record, data)) {
-        out.rewritten.thread = *counted;
-        out.data = &out.rewritten.thread;
+        out.rewritten_data.thread = *counted;
+        out.data = &out.rewritten_data.thread;
         return;
     }
     if (record.data_len == sizeof(pt_td_data) &&
@@ -82,7 +94,8 @@ void RecordPipeline::deliver_thread_event(const pt_record &record, const uint8_t
 void RecordPipeline::deliver_thread_report(const pt_record &record, const uint8_t *data,
                                            Delivery &out)
 {
-    posix_trace_overflow_data &lost = out.rewritten.lost;
+    posix_trace_overflow_data &lost = out.rewritten_data.lost;
+    lost = {};
     std::memcpy(&lost, data, std::min<size_t>(record.data_len, sizeof lost));
     if (hidden_wakeups_.woken_unseen(record)) {
         ++lost.lost;
@@ -90,7 +103,9 @@ void RecordPipeline::deliver_thread_report(const pt_record &record, const uint8_
     }
     out.action = Delivery::Action::Store;
     out.data = &lost;
-    out.header.data_len = sizeof lost;
+    out.rewritten_header = record; // its data are `lost`, whatever length it said
+    out.rewritten_header.data_len = sizeof lost;
+    out.header = &out.rewritten_header;
     out.hidden_in_kernel = lost.lost_in_kernel;
     out.resume_after = !filters_.filters(POSIX_TRACE_RESUME);
 }
@@ -104,12 +119,10 @@ uint64_t RecordPipeline::drop(const pt_record &record, ProcessProbes *probes)
     return events_lost_with(record);
 }
 
-// A notice is no event; the kernel's report about a thread stands for
-// the events it counts.
+// The kernel's report about a thread stands for the events it counts
+// (notices, which are no events, are never asked about).
 uint64_t RecordPipeline::events_lost_with(const pt_record &record) const
 {
-    if (record.flags & PT_RECORD_NOTICE_ONLY)
-        return 0;
     if (record.event_id != POSIX_TRACE_OVERFLOW)
         return 1;
     posix_trace_overflow_data lost{};

@@ -19,8 +19,11 @@
 
 namespace posixtrace {
 
-// What the stages made of one record leaving the merge. `data` may point
-// into the delivery itself: it is filled in place and never copied.
+// What the stages made of one record leaving the merge. `header` and `data`
+// are the record's own unless a stage rewrote them: then they point into
+// the delivery itself, which is filled in place and never copied. Only
+// what a stage rewrites is written: a delivery costs the drain nothing per
+// event beyond its first fields.
 struct Delivery {
     enum class Action {
         Store,  // `header` and `data` go into the stream
@@ -28,7 +31,8 @@ struct Delivery {
         Refuse, // the stream's, refused: `refused_events` are lost
     };
     Action action = Action::Skip;
-    const void *data = nullptr; // the data of `header`
+    const pt_record *header = nullptr;
+    const void *data = nullptr;
     uint64_t refused_events = 0;
     // The kernel's report about a thread: the events it counts as hidden
     // (lost in the kernel), and whether a resume event follows it.
@@ -37,9 +41,9 @@ struct Delivery {
     union {
         pt_td_data thread;
         posix_trace_overflow_data lost;
-    } rewritten{};
+    } rewritten_data;
     // Last: its data are not in it (a flexible array).
-    pt_record header{};
+    pt_record rewritten_header;
 
     Delivery() = default;
     Delivery(const Delivery &) = delete;
@@ -73,6 +77,7 @@ public:
     UserIdTranslation &user_ids() { return user_ids_; }
 
 private:
+    void deliver_user_event(const pt_record &record, Delivery &out);
     void deliver_thread_event(const pt_record &record, const uint8_t *data, Delivery &out);
     void deliver_thread_report(const pt_record &record, const uint8_t *data, Delivery &out);
     uint64_t events_lost_with(const pt_record &record) const;

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include "events/stream_user_events.hpp"
 #include "posixtrace.h"
 #include "stages/filter_history.hpp"
@@ -15,13 +17,14 @@ public:
         : user_events_(user_events), filters_(filters)
     {
     }
-    // False when the event, renumbered, was filtered at its stamp.
-    bool translate(pt_record &header)
+    // The event's id in the stream; nullopt when, renumbered, it was
+    // filtered at its stamp.
+    std::optional<trace_event_id_t> stream_id(const pt_record &record)
     {
-        trace_event_id_t local = header.event_id;
-        header.event_id = stream_id_of(header);
-        return header.event_id == local ||
-               !filters_.filtered_at(header.event_id, header.timestamp_ns);
+        trace_event_id_t id = stream_id_of(record);
+        if (id != record.event_id && filters_.filtered_at(id, record.timestamp_ns))
+            return std::nullopt;
+        return id;
     }
     // Whether the stream keeps the record's id as it is.
     bool keeps_id(const pt_record &record) { return stream_id_of(record) == record.event_id; }

@@ -51,8 +51,7 @@ std::optional<timespec> Stream::drain_timeout_locked() const
         return timespec{0, 0};
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running() || !pending_system_.empty() || merger_.holding() ||
-        (rescan_ && rescan_->pending(*kernel_)))
+    if (running() || !pending_system_.empty() || merger_.holding() || rescan_->pending(*kernel_))
         return to_timespec(kDrainPeriodNs);
     return std::nullopt;
 }
@@ -234,7 +233,7 @@ void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
     case Delivery::Action::Store:
         break;
     }
-    store_locked(delivery.header, delivery.data);
+    store_locked(*delivery.header, delivery.data);
     if (delivery.hidden_in_kernel)
         ledger_.count_kernel_loss(0, delivery.hidden_in_kernel, 0);
     if (delivery.resume_after)
