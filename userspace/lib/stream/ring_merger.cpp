@@ -151,6 +151,7 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     window.readable = readable.end;
     if (readable.taken_back) {
         window.taken_back_since_ns = std::min(window.taken_back_since_ns, window.claimed_ns);
+        took_back_ = true;
         readable = drop_older_than_taken_back(window, readable);
     }
     if (readable.claimed)
@@ -357,6 +358,7 @@ uint64_t RingMerger::taken_back_after_ns() const
 
 void RingMerger::forget_taken_back()
 {
+    took_back_ = false;
     for (Window &window : windows_)
         window.taken_back_since_ns = UINT64_MAX;
 }

@@ -100,6 +100,9 @@ public:
     // the two, while another's count is reported (and forgotten), has its
     // own reported later, at a later claim.
     uint64_t taken_back_after_ns() const;
+    // Whether the merge saw a writer take records back since the last
+    // forget_taken_back().
+    bool took_back() const { return took_back_; }
     void forget_taken_back();
     // Records the merge had claimed and not delivered when their ring's
     // writer took back younger ones, dropped since the last call: the
@@ -166,6 +169,7 @@ private:
     std::vector<Window> windows_;
     uint64_t last_delivered_ns_ = 0;
     uint64_t dropped_older_ = 0;
+    bool took_back_ = false; // some window's taken_back_since_ns is set
 };
 
 } // namespace posixtrace

@@ -131,6 +131,7 @@ private:
     void report_kernel_losses_locked(const SourceLosses &counted);
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void overwrite_stored_before_locked(uint64_t monotonic_ns);
+    void overwrite_before_taken_back_locked();
     void account_refusals_locked(uint64_t now_ns, uint64_t refused);
     LossPlacement loss_placement_locked() const;
     uint64_t report_time_locked(uint64_t looked_ns) const;

@@ -86,6 +86,7 @@ void Stream::drain_pass_locked()
     // reported with this pass's other losses, before anything younger.
     if (uint64_t older = merger_.take_dropped_older())
         note_stream_loss_locked(StreamLoss::Overwritten, older);
+    overwrite_before_taken_back_locked();
     filters_.forget_before(merger_.last_delivered_ns());
     rescan_->delivered_before(safe_ns_);
     last_pass_ns_ = now;
@@ -140,18 +141,29 @@ uint64_t Stream::fresh_skipped_runs_locked(uint64_t &looked_ns)
     return skipped;
 }
 
-// A lane made room as the stream would have (LOOP). The records it took
-// were reserved after its latest claim before; the stream's events older
-// than that go too: LOOP overwrites the oldest first, and the report leads
-// what is left.
+// A lane made room as the stream would have (LOOP): the records it took
+// back were reserved after its latest claim before (or are yet to be seen
+// by the merge, after the latest claim).
 void Stream::report_taken_back_locked(uint64_t overwritten, uint64_t looked_ns)
 {
     uint64_t taken_after_ns = merger_.taken_back_after_ns();
-    merger_.forget_taken_back();
     ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten);
-    overwrite_stored_before_locked(taken_after_ns);
     queue_loss_events_locked({0, overwritten, 0},
                              report_time_locked(std::min(looked_ns, taken_after_ns)));
+}
+
+// Once the merge has seen a lane take records back, the stream's events
+// older than them go too: LOOP overwrites the oldest first, and the report
+// leads what is left. Done where the merge sees it, not where the lane's
+// count is read: the two come in either order, and a count read first
+// (when the drain is held back, all of a burst's) would leave the events
+// the stream held from before the take-back in place, ahead of a gap.
+void Stream::overwrite_before_taken_back_locked()
+{
+    if (!merger_.took_back())
+        return;
+    overwrite_stored_before_locked(merger_.taken_back_after_ns());
+    merger_.forget_taken_back();
 }
 
 // What the store holds stamped before `monotonic_ns` goes, counted as the
