@@ -14,7 +14,7 @@ total_passed=0 total_failed=0 status=0
 # Files whose tests trace the calling process.
 self_tracing='[#test_stream_api],[#test_stream_reading],[#test_stream_rules],[#test_recording],[#test_recording_policies],[#test_log_rules],'
 self_tracing+='[#test_trace_log],[#test_trace_log_damage],[#test_user_names],[#test_header],[#test_thread_events],[#test_thread_agent],'
-self_tracing+='[#test_stress],[#test_lanes],[#test_lane_losses],[#test_lane_room],[#test_lane_bounds],[#test_thread_identity],[#test_descriptors],'
+self_tracing+='[#test_stress],[#test_lanes],[#test_lane_losses],[#test_lane_room],[#test_lane_bounds],[#test_lane_dozing],[#test_thread_identity],[#test_descriptors],'
 self_tracing+='[#test_exec_in_signal_handler],[#test_filter_in_time],[#test_stream_reuse],[#test_log_runs]'
 
 # A file whose tests create a stream of this process by name must be listed

@@ -41,6 +41,13 @@ struct LaneControl {
     // POSIX_TRACE_LOOP: how every lane takes back its oldest chunk the merge
     // has not claimed, and the records it took back.
     LocalRing::Overwriting overwriting;
+    // Set while the drain of the attached stream sleeps longer than its
+    // period (nothing came for a while): the first writer that starts a
+    // chunk clears it and wakes the drain through `drain_wakeup_fd`, an
+    // eventfd of the process that is never closed (a writer may still
+    // write it after the stream is gone). Zero in a child of fork.
+    std::atomic<uint32_t> drain_dozing{0};
+    int drain_wakeup_fd = -1;
     // The lanes' memory: what the attached stream allows, and a chunk for
     // each lane (an idle thread's lane holds one).
     ChunkPool chunks{kLaneChunkBytes, kLaneChunksAtMost};

@@ -58,6 +58,11 @@ public:
     virtual RingMerger::GivenUp look_after(RingMerger &, uint64_t /*now_ns*/) { return {}; }
     // Descriptors that turn readable as records come (the drain waits on them).
     virtual std::vector<int> readable_fds() const { return {}; }
+    // The drain sleeps longer than its period from now on, as nothing came
+    // for a while: a source whose rings do not make a descriptor readable
+    // as they fill has them do so from now until the next record comes
+    // that is worth waking for.
+    virtual void doze() {}
     // Looks at the counts: `placed` holds what was counted since the
     // previous look.
     virtual SourceLosses losses() = 0;

@@ -147,6 +147,7 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
         window.claimed_ns = now_ns; // all of it the reader's
         return now_ns;
     }
+    found_new_ = true;
     RecordRing::Readable readable = window.reader->readable(window.scanned);
     window.readable = readable.end;
     if (readable.taken_back) {
@@ -219,6 +220,7 @@ void RingMerger::insert_sorted(Window &window, const Pending &record)
 uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, const Sinks &sinks)
 {
     uint64_t safe_ns = 0;
+    found_new_ = false;
     for (size_t round = 0; round < kMostRoundsEachPass; ++round) {
         uint64_t bound = now_ns;
         Offer offer{sinks.chunk, chunk_horizon(sinks.chunk)};

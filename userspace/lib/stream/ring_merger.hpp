@@ -110,6 +110,9 @@ public:
     uint64_t take_dropped_older() { return std::exchange(dropped_older_, 0); }
     // Records read or reserved and not delivered yet.
     bool holding() const;
+    // The last pass saw some ring's producer move, or a ring it had not
+    // read to its end.
+    bool found_new() const { return found_new_; }
     // The last pass left records it had time to read: the next may come at once.
     bool behind() const;
     // Takes every record read or committed out of the merge, handing each to
@@ -170,6 +173,7 @@ private:
     uint64_t last_delivered_ns_ = 0;
     uint64_t dropped_older_ = 0;
     bool took_back_ = false; // some window's taken_back_since_ns is set
+    bool found_new_ = false;
 };
 
 } // namespace posixtrace

@@ -126,7 +126,7 @@ private:
     std::vector<log::NamedType> event_types_locked() const;
     std::optional<std::string> event_name_locked(trace_event_id_t id) const;
     void drain_loop(std::stop_token stop);
-    std::optional<timespec> drain_timeout_locked() const;
+    std::optional<timespec> drain_timeout_locked();
     void drain_pass_locked();
     void report_kernel_losses_locked(const SourceLosses &counted);
     void report_given_up_locked(const RingMerger::GivenUp &given_up);
@@ -207,6 +207,8 @@ private:
     uint64_t started_ns_ = 0;     // monotonic; the latest posix_trace_start's stamp
     uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
     uint64_t passes_ = 0;
+    uint64_t quiet_passes_ = 0; // passes in a row that found nothing new
+    bool dozing_ = false;       // the sources were told (RecordSource::doze)
     // The programs' recursion misses are read every few passes (ledger_
     // keeps what was seen).
     uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last

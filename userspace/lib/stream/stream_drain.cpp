@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "stream/stream_internal.hpp"
 
@@ -44,16 +45,24 @@ void Stream::drain_loop(std::stop_token stop)
 // How long the drain thread may sleep: briefly while a flush waits for the
 // merge's safe point to pass its time (by the clock margin, or until a
 // record still being written is committed), a period while anything may
-// come, else until woken.
-std::optional<timespec> Stream::drain_timeout_locked() const
+// come (longer once nothing came for a while: dozing), else until woken.
+std::optional<timespec> Stream::drain_timeout_locked()
 {
     if (merger_.behind()) // more to read at once, after readers had the lock
         return timespec{0, 0};
     if (flush_completed_ < flush_requested_)
         return to_timespec(kFlushRetryNs);
-    if (running() || !pending_system_.empty() || merger_.holding() || rescan_->pending(*kernel_))
+    bool awaited = !pending_system_.empty() || merger_.holding() || rescan_->pending(*kernel_);
+    if (!running() && !awaited)
+        return std::nullopt;
+    if (awaited || quiet_passes_ < kQuietPassesBeforeDozing) {
+        dozing_ = false;
         return to_timespec(kDrainPeriodNs);
-    return std::nullopt;
+    }
+    if (!std::exchange(dozing_, true))
+        for (auto &source : sources_)
+            source->doze();
+    return to_timespec(kDozingPeriodNs);
 }
 
 void Stream::drain_pass_locked()
@@ -91,6 +100,7 @@ void Stream::drain_pass_locked()
     rescan_->delivered_before(safe_ns_);
     last_pass_ns_ = now;
     ++passes_;
+    quiet_passes_ = merger_.found_new() ? 0 : quiet_passes_ + 1;
     if (uint64_t owed = ledger_.take_owed())
         queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
     update_readable_locked();

@@ -4,6 +4,7 @@
 #include "sources/lanes/lane_source.hpp"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +29,22 @@ namespace {
 constexpr uint64_t kReclaimPeriodNs = 20'000'000;
 constexpr uint64_t kLanesCheckedEachPeriod = 100;
 
+// Under attach_mutex. The eventfd that wakes a dozing drain, made once a
+// process: a child of fork closes the copy of its parent's, so that its
+// writers never wake the parent. Kept open for good (LaneControl).
+int drain_wakeup_fd_of_this_process()
+{
+    static int fd = -1;
+    static pid_t made_by = 0;
+    if (made_by != getpid()) {
+        if (fd >= 0)
+            close(fd);
+        fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        made_by = fd >= 0 ? getpid() : 0;
+    }
+    return fd;
+}
+
 // Under attach_mutex. The control of this process, mapped on first use and
 // made new in a child of fork (whose copy reads zero).
 LaneControl *control_of_this_process()
@@ -49,6 +66,7 @@ LaneControl *control_of_this_process()
         control = new (control) LaneControl;
         control->pid = getpid();
     }
+    control->drain_wakeup_fd = drain_wakeup_fd_of_this_process();
     return control;
 }
 
@@ -233,7 +251,8 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
-    if (!control || !control->chunks.valid() || control->attached.load(std::memory_order_relaxed))
+    if (!control || !control->chunks.valid() || control->drain_wakeup_fd < 0 ||
+        control->attached.load(std::memory_order_relaxed))
         return nullptr;
     control->max_data_size.store(std::min<uint32_t>(max_data_size, PT_DATA_SIZE_LIMIT),
                                  std::memory_order_relaxed);
@@ -269,10 +288,24 @@ LaneSource::~LaneSource()
     std::lock_guard lock(attach_mutex);
     control_.state.store(PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
     control_.generation.fetch_add(1, std::memory_order_seq_cst);
+    control_.drain_dozing.store(0, std::memory_order_relaxed);
     control_.overwriting.after_bytes.store(0, std::memory_order_relaxed);
     control_.attached.store(0, std::memory_order_release);
     lanes_in_use.store(0, std::memory_order_release);
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
+}
+
+std::vector<int> LaneSource::readable_fds() const
+{
+    return {control_.drain_wakeup_fd};
+}
+
+void LaneSource::doze()
+{
+    uint64_t count;
+    ssize_t got = read(control_.drain_wakeup_fd, &count, sizeof count); // wakes since the last
+    (void)got;
+    control_.drain_dozing.store(1, std::memory_order_seq_cst);
 }
 
 void LaneSource::set_state(pt_stream_state state)

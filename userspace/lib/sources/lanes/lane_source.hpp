@@ -39,6 +39,9 @@ public:
     void set_filter(const trace_event_set_t &filtered) override;
     // Lanes created since the previous call join `merger`.
     void join_merge(RingMerger &merger, uint64_t now_ns) override;
+    // The eventfd a writer wakes the drain through while it dozes.
+    std::vector<int> readable_fds() const override;
+    void doze() override;
     // Every period: the lanes of threads that exited are given back, their
     // unfinished records discarded and counted lost (a thread can only
     // leave one so through a signal handler); a record a live thread left

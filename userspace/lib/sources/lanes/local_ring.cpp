@@ -63,6 +63,7 @@ bool LocalRing::start_chunk(uint64_t position, Overwriting *overwriting)
     // Published by the producer position's release store, as the records.
     __atomic_store_n(&entry_of(position), chunk, __ATOMIC_RELAXED);
     chunk_end_ = position + chunk_bytes;
+    ++chunks_started_;
     return true;
 }
 

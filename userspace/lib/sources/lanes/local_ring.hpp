@@ -54,6 +54,9 @@ public:
     // chunk. Returns the producer position. By the writer, or by whoever
     // holds the ring while no writer can take it (a lane between threads).
     uint64_t close_chunk();
+    // Chunks the writer started: a change tells it that its last record
+    // began one. The writer's alone.
+    uint64_t chunks_started() const { return chunks_started_; }
     // Records reserve() had no room for, and records given up: only grows.
     uint64_t lost() const
     {
@@ -121,6 +124,7 @@ private:
     // its latest record (the only one that can be busy) while busy, else 0.
     uint64_t chunk_end_ = 0;
     uint64_t unfinished_at_ = 0;
+    uint64_t chunks_started_ = 0;
     // Written by the reader, read by the writer: the chunks before it are
     // the pool's, and their entries in the table free.
     uint64_t handed_back_ = 0;
