@@ -5,6 +5,7 @@
 
 #include "store/loss_ledger.hpp"
 #include "store/loss_placement.hpp"
+#include "store/loss_reports.hpp"
 
 using posixtrace::LossLedger;
 using posixtrace::SourceLosses;
@@ -155,4 +156,127 @@ TEST_CASE("loss placement: many runs share at most 16 reports, each at its earli
     CHECK(windows.front().from_ns == 10'000'000);
     for (size_t i = 1; i < windows.size(); ++i)
         CHECK(windows[i - 1].from_ns < windows[i].from_ns);
+}
+
+namespace {
+
+using posixtrace::LossReports;
+
+// A pass of a stream recording since 300 µs, the merge's deliveries at
+// 500 µs, the pass before begun at 900 µs, stopped at 9 ms (the windows'
+// ends, so they do not depend on the clock).
+LossReports::Pass pass_number(uint64_t passes_before, uint64_t flush_ticket = 0,
+                              uint64_t taken_back_after_ns = UINT64_MAX)
+{
+    return {passes_before, flush_ticket,        900'000,
+            9'000'000,     taken_back_after_ns, LossPlacement(kMargin, 500'000, 300'000)};
+}
+
+} // namespace
+
+TEST_CASE("loss reports: a loss is counted once, reported after the reading that did not count "
+          "it, in a window that ends once counted",
+          "[loss-reports]")
+{
+    LossLedger ledger;
+    LossReports reports(ledger, 1'000'000);
+    uint64_t misses = 0;
+    auto misses_total = [&] { return misses; };
+    SourceLosses counted;
+    counted.ring_full = 5;
+    counted.unreported_switches = 2;
+    auto windows = reports.look(counted, 3'000'000, misses_total, pass_number(1));
+    REQUIRE(windows.size() == 1);
+    CHECK(windows[0].loss.in_kernel == 7);
+    CHECK(windows[0].from_ns == 980'000); // the reading before, less the clocks' margin
+    CHECK(windows[0].to_ns == 9'000'000);
+    CHECK(ledger.counters().lost_in_kernel == 7);
+    CHECK(reports.look(counted, 4'000'000, misses_total, pass_number(2)).empty());
+
+    counted.ring_full = 8; // after the reading at 3 ms
+    windows = reports.look(counted, 5'000'000, misses_total, pass_number(3));
+    REQUIRE(windows.size() == 1);
+    CHECK(windows[0].loss.in_kernel == 3);
+    CHECK(windows[0].from_ns == 3'980'000);
+    CHECK(ledger.counters().lost_in_kernel == 10);
+}
+
+TEST_CASE("loss reports: skipped runs are read every few passes and at each flush, and reported "
+          "after the reading before",
+          "[loss-reports]")
+{
+    LossLedger ledger;
+    LossReports reports(ledger, 1'000'000);
+    int reads = 0;
+    uint64_t misses = 0;
+    auto misses_total = [&] {
+        ++reads;
+        return misses;
+    };
+    SourceLosses none;
+    CHECK(reports.look(none, 1'100'000, misses_total, pass_number(0)).empty());
+    CHECK(reads == 1);
+    misses = 4;
+    for (uint64_t pass = 1; pass < LossReports::kMissesPeriodPasses; ++pass)
+        CHECK(reports.look(none, 1'200'000 + pass, misses_total, pass_number(pass)).empty());
+    CHECK(reads == 1); // not due
+    // A flush asked for: read now. The runs were skipped after the reading
+    // in pass 0, so after the pass before it began (900 µs), earlier than
+    // the previous reading of the other counts.
+    auto windows = reports.look(none, 8'000'000, misses_total, pass_number(5, 1));
+    CHECK(reads == 2);
+    REQUIRE(windows.size() == 1);
+    CHECK(windows[0].loss.in_kernel == 4);
+    CHECK(windows[0].from_ns == 880'000);
+    CHECK(ledger.losses().runs_skipped == 4);
+    SECTION("the next reading is due at a multiple of the period")
+    {
+        misses = 6;
+        windows = reports.look(none, 8'500'000, misses_total,
+                               pass_number(2 * LossReports::kMissesPeriodPasses, 1));
+        CHECK(reads == 3);
+        REQUIRE(windows.size() == 1);
+        CHECK(windows[0].loss.in_kernel == 2);
+    }
+}
+
+TEST_CASE("loss reports: records a lane took back are overwritten, reported before the claim "
+          "they followed",
+          "[loss-reports]")
+{
+    LossLedger ledger;
+    LossReports reports(ledger, 4'000'000);
+    SourceLosses counted;
+    counted.overwritten = 12;
+    auto windows = reports.look(
+        counted, 5'000'000, [] { return uint64_t(0); }, pass_number(1, 0, 2'500'000));
+    REQUIRE(windows.size() == 1);
+    CHECK(windows[0].loss.in_stream == 12);
+    CHECK(windows[0].loss.in_kernel == 0);
+    CHECK(windows[0].from_ns == 2'480'000); // the claim, earlier than the reading
+    CHECK(windows[0].to_ns == windows[0].from_ns);
+    CHECK(ledger.counters().lost_in_stream == 12);
+    CHECK(ledger.overrun());
+}
+
+TEST_CASE("loss reports: given-up records where reserved, refusals after their reading",
+          "[loss-reports]")
+{
+    LossLedger ledger;
+    LossReports reports(ledger, 0);
+    LossPlacement placement(kMargin, 500'000, 300'000);
+    CHECK_FALSE(reports.given_up({}, placement));
+    auto given_up = reports.given_up({3, 2'000'000}, placement);
+    REQUIRE(given_up);
+    CHECK(given_up->loss.in_kernel == 3);
+    CHECK(given_up->from_ns == 1'980'000);
+    CHECK(ledger.counters().lost_in_kernel == 3);
+
+    CHECK_FALSE(reports.refusals(0, 1'000'000, placement));
+    auto refused = reports.refusals(9, 6'000'000, placement);
+    REQUIRE(refused);
+    CHECK(refused->events == 9);
+    CHECK(refused->report_ns == 980'000); // after the reading at 1 ms
+    CHECK(ledger.counters().lost_in_stream == 9);
+    CHECK_FALSE(reports.refusals(9, 7'000'000, placement));
 }

@@ -154,7 +154,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (runs_ && !runs_->valid())
         runs_.reset(); // the merge takes every record, as without a log
     last_pass_ns_ = rings_created_after_ns;
-    counts_read_ns_ = rings_created_after_ns;
+    loss_reports_.emplace(ledger_, rings_created_after_ns);
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     set_up_ = true;
@@ -261,17 +261,19 @@ void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_n
 
 void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
 {
-    queue_loss_window_locked(loss, timestamp_ns, timestamp_ns);
+    queue_loss_window_locked({loss, timestamp_ns, timestamp_ns});
 }
 
 // The overflow event where the losses may have begun, the resume event once
 // they are known to have ended: every event lost lay between the two.
-void Stream::queue_loss_window_locked(const LossReport &loss, uint64_t from_ns, uint64_t to_ns)
+void Stream::queue_loss_window_locked(const LossWindow &window)
 {
     distrust_sleeps_locked(); // the lost events may include wakeups
+    const LossReport &loss = window.loss;
     posix_trace_overflow_data data{loss.in_kernel + loss.in_stream, loss.in_kernel, loss.in_stream};
-    queue_system_event_locked(POSIX_TRACE_OVERFLOW, from_ns, &data, sizeof data);
-    queue_system_event_locked(POSIX_TRACE_RESUME, std::max(from_ns, to_ns), nullptr, 0);
+    queue_system_event_locked(POSIX_TRACE_OVERFLOW, window.from_ns, &data, sizeof data);
+    queue_system_event_locked(POSIX_TRACE_RESUME, std::max(window.from_ns, window.to_ns), nullptr,
+                              0);
 }
 
 void Stream::wake_drain()

@@ -28,6 +28,7 @@
 #include "stages/record_pipeline.hpp"
 #include "store/loss_ledger.hpp"
 #include "store/loss_placement.hpp"
+#include "store/loss_reports.hpp"
 #include "store/stream_store.hpp"
 #include "stream/lane_runs.hpp"
 #include "stream/process_rescan.hpp"
@@ -128,13 +129,10 @@ private:
     void drain_loop(std::stop_token stop);
     std::optional<timespec> drain_timeout_locked();
     void drain_pass_locked();
-    void report_kernel_losses_locked(const SourceLosses &counted);
-    void report_given_up_locked(const RingMerger::GivenUp &given_up);
     void overwrite_stored_before_locked(uint64_t monotonic_ns);
     void overwrite_before_taken_back_locked();
     void account_refusals_locked(uint64_t now_ns, uint64_t refused);
     LossPlacement loss_placement_locked() const;
-    uint64_t report_time_locked(uint64_t looked_ns) const;
     void note_stream_loss_locked(StreamLoss kind, uint64_t count);
     void deliver_locked(const pt_record &record, const uint8_t *data);
     void set_kernel_state_locked(pt_stream_state state);
@@ -157,9 +155,7 @@ private:
                                    size_t size);
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
-    void queue_loss_window_locked(const LossReport &loss, uint64_t from_ns, uint64_t to_ns);
-    uint64_t fresh_skipped_runs_locked(uint64_t &looked_ns);
-    void report_taken_back_locked(uint64_t overwritten, uint64_t looked_ns);
+    void queue_loss_window_locked(const LossWindow &window);
     void refuse_locked(const pt_record &record, const void *data);
     void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
     void wake_drain();
@@ -186,9 +182,10 @@ private:
     std::unique_ptr<StreamStore> store_;
     std::unique_ptr<FullPolicy> full_policy_;
     LossLedger ledger_;
-    UniqueFd readable_; // eventfd, readable while available_locked()
-    UniqueFd wakeup_;   // eventfd, wakes the drain thread
-    UniqueFd epoll_;    // the rings and wakeup_
+    std::optional<LossReports> loss_reports_; // from the rings' creation on
+    UniqueFd readable_;                       // eventfd, readable while available_locked()
+    UniqueFd wakeup_;                         // eventfd, wakes the drain thread
+    UniqueFd epoll_;                          // the rings and wakeup_
     LibraryThreads::Thread drain_;
 
     mutable TrackedMutex mutex_;
@@ -201,19 +198,14 @@ private:
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;
     uint64_t flush_until_ns_ = 0;
-    uint64_t safe_ns_ = 0;        // monotonic; everything older is delivered
-    uint64_t last_pass_ns_ = 0;   // monotonic; when the latest drain pass began
-    uint64_t counts_read_ns_ = 0; // monotonic; just before it read the loss counts
-    uint64_t started_ns_ = 0;     // monotonic; the latest posix_trace_start's stamp
+    uint64_t safe_ns_ = 0;      // monotonic; everything older is delivered
+    uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
+    uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
     uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
     uint64_t passes_ = 0;
-    uint64_t quiet_passes_ = 0; // passes in a row that found nothing new
-    bool dozing_ = false;       // the sources were told (RecordSource::doze)
-    // The programs' recursion misses are read every few passes (ledger_
-    // keeps what was seen).
-    uint64_t misses_read_ns_ = 0;      // monotonic; when they were read last
-    uint64_t misses_flush_ticket_ = 0; // the flush they were last read for
-    int64_t realtime_offset_ns_ = 0;   // realtime - monotonic, sampled at creation
+    uint64_t quiet_passes_ = 0;      // passes in a row that found nothing new
+    bool dozing_ = false;            // the sources were told (RecordSource::doze)
+    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
     std::optional<SharedUserEventNames> shared_names_;

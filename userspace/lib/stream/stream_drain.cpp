@@ -70,15 +70,24 @@ void Stream::drain_pass_locked()
     uint64_t now = monotonic_now();
     for (auto &source : sources_) {
         source->join_merge(merger_, now);
-        report_given_up_locked(source->look_after(merger_, now));
+        if (auto window =
+                loss_reports_->given_up(source->look_after(merger_, now), loss_placement_locked()))
+            queue_loss_window_locked(*window);
     }
     pipeline_->refresh();
     if (probes_)
         rescan_->look(now, *kernel_, *probes_);
     uint64_t counts_read_ns = monotonic_now();
     SourceLosses counted = transport_losses_locked(); // once a pass, for both
-    report_kernel_losses_locked(counted);
-    counts_read_ns_ = counts_read_ns;
+    LossReports::Pass pass{passes_,
+                           flush_requested_,
+                           last_pass_ns_,
+                           suspended_ns_,
+                           merger_.taken_back_after_ns(),
+                           loss_placement_locked()};
+    for (const LossWindow &window : loss_reports_->look(
+             counted, counts_read_ns, [this] { return kernel_->recursion_misses_total(); }, pass))
+        queue_loss_window_locked(window);
     account_refusals_locked(now, counted.refused_while_full);
     RingMerger::Sinks sinks{
         [this](const pt_record &record) { deliver_locked(record, record.data); },
@@ -104,62 +113,6 @@ void Stream::drain_pass_locked()
     if (uint64_t owed = ledger_.take_owed())
         queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
     update_readable_locked();
-}
-
-// What the kernel side could not record is reported where it happened
-// (LossPlacement): after the previous reading of the counts, or where its
-// run began if the kernel noted that (LossNotices). Either way before every
-// event stamped after the loss, whatever CPU recorded it. The loss was
-// counted by now: the resume event, stamped now (or when the stream stopped
-// recording), closes the window in which every event it counts was lost.
-void Stream::report_kernel_losses_locked(const SourceLosses &counted)
-{
-    uint64_t looked_ns = counts_read_ns_;
-    uint64_t skipped = fresh_skipped_runs_locked(looked_ns);
-    SourceLosses fresh = ledger_.fresh_transport(counted);
-    uint64_t ended_ns = monotonic_now();
-    if (suspended_ns_)
-        ended_ns = std::min(ended_ns, suspended_ns_);
-    if (fresh.overwritten)
-        report_taken_back_locked(fresh.overwritten, looked_ns);
-    uint64_t placed = 0;
-    for (const PlacedLoss &loss : counted.placed)
-        placed += loss.count;
-    placed = std::min(placed, fresh.ring_full);
-    uint64_t lost = fresh.ring_full - placed + fresh.unreported_switches + skipped;
-    if (!lost && !placed)
-        return;
-    ledger_.count_kernel_loss(fresh.ring_full, fresh.unreported_switches, skipped);
-    for (const LossWindow &window : loss_placement_locked().kernel_windows(
-             lost, counted.placed, placed, looked_ns, counts_read_ns_, ended_ns))
-        queue_loss_window_locked(window.loss, window.from_ns, window.to_ns);
-}
-
-// Every few passes, and once for each flush (a stop is one), the programs'
-// skipped runs: what was skipped before it is reported before the events
-// that follow it. They happened after the previous reading of the misses,
-// which may be before `looked_ns`.
-uint64_t Stream::fresh_skipped_runs_locked(uint64_t &looked_ns)
-{
-    if (passes_ % kMissesPeriodPasses != 0 && misses_flush_ticket_ == flush_requested_)
-        return 0;
-    misses_flush_ticket_ = flush_requested_;
-    uint64_t skipped = ledger_.fresh_misses(kernel_->recursion_misses_total());
-    if (skipped)
-        looked_ns = std::min(looked_ns, misses_read_ns_);
-    misses_read_ns_ = last_pass_ns_;
-    return skipped;
-}
-
-// A lane made room as the stream would have (LOOP): the records it took
-// back were reserved after its latest claim before (or are yet to be seen
-// by the merge, after the latest claim).
-void Stream::report_taken_back_locked(uint64_t overwritten, uint64_t looked_ns)
-{
-    uint64_t taken_after_ns = merger_.taken_back_after_ns();
-    ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten);
-    queue_loss_events_locked({0, overwritten, 0},
-                             report_time_locked(std::min(looked_ns, taken_after_ns)));
 }
 
 // Once the merge has seen a lane take records back, the stream's events
@@ -188,29 +141,12 @@ void Stream::overwrite_stored_before_locked(uint64_t monotonic_ns)
         ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten.events);
 }
 
-// A lane record given up held its ring back from where it was reserved:
-// its loss is reported there, so before the events its thread made since
-// (at another nesting level, held back by it until now). Counted as a
-// full ring's, whose report it would otherwise be, later.
-void Stream::report_given_up_locked(const RingMerger::GivenUp &given_up)
-{
-    if (!given_up.records)
-        return;
-    ledger_.count_kernel_loss(given_up.records, 0, 0);
-    queue_loss_events_locked({given_up.records, 0, 0}, report_time_locked(given_up.reserved_by_ns));
-}
-
 // Without the latest start as a floor, a stream whose first pass after its
 // start came once a burst had filled a ring reported the loss before its
 // start event, at the last look taken while it was suspended.
 LossPlacement Stream::loss_placement_locked() const
 {
     return LossPlacement(RingMerger::kClockMarginNs, merger_.last_delivered_ns(), started_ns_);
-}
-
-uint64_t Stream::report_time_locked(uint64_t looked_ns) const
-{
-    return loss_placement_locked().report_time(looked_ns);
 }
 
 // What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
@@ -220,16 +156,13 @@ uint64_t Stream::report_time_locked(uint64_t looked_ns) const
 // the time of the previous reading (they happened after it).
 void Stream::account_refusals_locked(uint64_t now_ns, uint64_t refused)
 {
-    uint64_t since = 0;
-    uint64_t fresh = ledger_.fresh_refusals(refused, now_ns, since);
+    auto fresh = loss_reports_->refusals(refused, now_ns, loss_placement_locked());
     if (!fresh)
         return;
-    ledger_.count_stream_loss(StreamLoss::Refused, fresh);
-    if (phase_ == StreamPhase::StoppedFull) {
-        store_->add_refused(fresh);
-        return;
-    }
-    queue_loss_window_locked({0, fresh, 0}, report_time_locked(since), monotonic_now());
+    if (phase_ == StreamPhase::StoppedFull)
+        store_->add_refused(fresh->events);
+    else
+        queue_loss_window_locked({{0, fresh->events, 0}, fresh->report_ns, monotonic_now()});
 }
 
 // Records dropped on their way to the stream are reported by the next

@@ -24,9 +24,6 @@ inline constexpr uint64_t kDozingPeriodNs = 5'000'000;
 // A flush waits for the merge's safe point to pass its time: passes this
 // far apart until it does.
 inline constexpr uint64_t kFlushRetryNs = 50'000;
-// Reading the programs' recursion misses is a system call per program: done
-// every this many passes.
-inline constexpr uint64_t kMissesPeriodPasses = 8;
 inline constexpr size_t kMinRingBytes = 256 * 1024;
 inline constexpr size_t kMaxRingBytes = 64u << 20;
 
