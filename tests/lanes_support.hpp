@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -154,6 +156,36 @@ private:
     pid_t drain_ = 0;
     cpu_set_t caller_cpus_{}, drain_cpus_{};
 };
+
+// What `work` returns, run in a child of fork: a process whose lanes are
+// its own (the test process's are wiped there). `Result` is plain bytes.
+// A REQUIRE that fails in the child fails the test here.
+template <class Result> Result in_forked_child(Result (*work)())
+{
+    int results[2];
+    REQUIRE(pipe(results) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(results[0]);
+        try { // a failed REQUIRE here must not run the parent's tests on
+            Result result = work();
+            [[maybe_unused]] ssize_t n = write(results[1], &result, sizeof result);
+        } catch (...) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    close(results[1]);
+    Result result{};
+    ssize_t got = read(results[0], &result, sizeof result);
+    close(results[0]);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    REQUIRE(got == ssize_t(sizeof result));
+    return result;
+}
 
 inline StreamGuard started_stream(size_t stream_size = 0)
 {

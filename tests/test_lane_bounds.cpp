@@ -103,28 +103,7 @@ TEST_CASE("lanes: 1,000 emitting threads take a bounded memory and idle drain ti
 {
     if (uprobe_path_forced())
         return; // no lanes
-    int results[2];
-    REQUIRE(pipe(results) == 0);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) { // lanes of its own: the test process's earlier ones are wiped
-        close(results[0]);
-        try { // a failed REQUIRE here must not run the parent's tests on
-            Measured measured = measure_thousand_threads();
-            [[maybe_unused]] ssize_t n = write(results[1], &measured, sizeof measured);
-        } catch (...) {
-            _exit(1);
-        }
-        _exit(0);
-    }
-    close(results[1]);
-    Measured measured;
-    ssize_t got = read(results[0], &measured, sizeof measured);
-    close(results[0]);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    REQUIRE(got == ssize_t(sizeof measured));
+    Measured measured = in_forked_child(measure_thousand_threads);
     REQUIRE(measured.drain_cpu_before_ms >= 0);
     REQUIRE(measured.drain_cpu_after_ms >= measured.drain_cpu_before_ms);
     double idle_drain_cpu_ms = measured.drain_cpu_after_ms - measured.drain_cpu_before_ms;

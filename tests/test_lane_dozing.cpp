@@ -133,29 +133,8 @@ Seen watch_a_dozing_drain()
 TEST_CASE("lanes: an idle drain dozes, and a writer that starts a chunk wakes it once", "[lanes]")
 {
     if (uprobe_path_forced())
-        return; // no lanes
-    int results[2];
-    REQUIRE(pipe(results) == 0);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) { // a process whose lanes have no eventfd yet
-        close(results[0]);
-        try {
-            Seen seen = watch_a_dozing_drain();
-            [[maybe_unused]] ssize_t n = write(results[1], &seen, sizeof seen);
-        } catch (...) {
-            _exit(1);
-        }
-        _exit(0);
-    }
-    close(results[1]);
-    Seen seen;
-    ssize_t got = read(results[0], &seen, sizeof seen);
-    close(results[0]);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    REQUIRE(got == ssize_t(sizeof seen));
+        return;                                        // no lanes
+    Seen seen = in_forked_child(watch_a_dozing_drain); // its lanes have no eventfd yet
     REQUIRE(seen.wakeup_fds_found == 1);
     CHECK(seen.count_once_dozing == 0);
     // Within the first chunk's worth of records, and by one write only.

@@ -63,8 +63,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
         takes_lanes(target, attributes) && attributes.stream_full_policy == POSIX_TRACE_FLUSH
             ? LaneRuns::kRunBytesAtLeast
             : 0;
+    std::unique_ptr<log::LogWriter> log_writer;
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
-        if (int err = open_log(log_fd, run_bytes))
+        if (int err = open_log(log_fd, run_bytes, log_writer))
             return err;
 
     std::string binary;
@@ -115,6 +116,9 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!store_->valid())
         return ENOMEM;
     full_policy_ = FullPolicy::make(attributes.stream_full_policy);
+    if (log_writer)
+        log_ = std::make_unique<LogHandOff>(std::move(log_writer), *store_, ledger_, *full_policy_,
+                                            static_cast<LogHandOff::Owner &>(*this));
     // The lanes joined the merge as they were attached; the kernel's rings
     // join now.
     auto kernel_source = std::make_unique<KernelSource>(*kernel_);
@@ -149,10 +153,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // One offset for the stream's life: the conversion keeps the order (and
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
-    if (log_ && log_->runs_taken() && lanes_attached)
-        runs_ = std::make_unique<LaneRuns>(*log_, realtime_offset_ns_);
-    if (runs_ && !runs_->valid())
-        runs_.reset(); // the merge takes every record, as without a log
+    if (log_ && lanes_attached)
+        take_lane_runs_locked();
     last_pass_ns_ = rings_created_after_ns;
     loss_reports_.emplace(ledger_, rings_created_after_ns);
     drain_ =
@@ -202,7 +204,7 @@ bool Stream::takes_lanes(pid_t target, const Attributes &attributes) const
            !(path && std::string_view(path) == "kernel");
 }
 
-int Stream::open_log(int log_fd, size_t run_bytes_wanted)
+int Stream::open_log(int log_fd, size_t run_bytes_wanted, std::unique_ptr<log::LogWriter> &out)
 {
     // The writing thread wakes the drain thread when a flush is done, so the
     // flush-stop event is recorded then.
@@ -211,7 +213,21 @@ int Stream::open_log(int log_fd, size_t run_bytes_wanted)
             wake_drain();
     };
     return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(),
-                                  run_bytes_wanted, progress, log_);
+                                  run_bytes_wanted, progress, out);
+}
+
+// Whole chunks of the lanes go to the log as runs when the stream would
+// store each of their records as it came.
+void Stream::take_lane_runs_locked()
+{
+    LaneRuns::Judge judge{
+        [this](uint64_t ns) { return pipeline_->cut_offs().of(ns) == CutOffs::Verdict::Keep; },
+        [this](const pt_record &record) {
+            return classify(record) == RecordKind::UserEvent &&
+                   pipeline_->user_ids().keeps_id(record);
+        },
+        [this](uint32_t id) { return event_name_locked(id); }};
+    log_->take_runs(realtime_offset_ns_, std::move(judge));
 }
 
 Stream::~Stream()
@@ -250,7 +266,7 @@ void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_n
     if (filtered_locked(id))
         return;
     // Everything stamped before the merge's safe point is in the stream: a
-    // log's watermark may say so (move_to_log_locked).
+    // log's watermark may say so (LogHandOff::move_all).
     timestamp_ns = std::max(timestamp_ns, safe_ns_);
     const auto *bytes = static_cast<const uint8_t *>(data);
     auto at = pending_system_.end();
@@ -403,19 +419,9 @@ int Stream::clear()
     pipeline_->hidden_wakeups().forget_all();
     pending_system_.clear();
     store_->clear();
-    if (runs_)
-        runs_->drop_all();
     ledger_.clear(counted, misses, now);
-    // POSIX: the log is reset too. The flushes so far end with it: their
-    // blocks are gone. (An APPEND log, or one written to a pipe, keeps what
-    // it has: reset() says so with an error; a write of its blocks that
-    // fails later must not count the cleared events lost.)
     if (log_)
-        log_->forget_unwritten_events();
-    if (log_ && log_->reset() == 0) {
-        flushes_.clear();
-        log_error_reported_ = false; // the failed write went with the blocks
-    }
+        log_->clear();
     if (phase_ == StreamPhase::StoppedFull || phase_ == StreamPhase::StoppedLogFull)
         resume_running_locked();
     update_readable_locked();
@@ -434,12 +440,12 @@ int Stream::shutdown()
             // precede the stop event and reach the log (close() would wait
             // for their blocks anyway).
             wait_for_flushes_locked(lock);
-            check_flush_done_locked();
+            log_->note_flushes_done();
             bool was_running = running();
             stop_locked(lock); // drains the rings when it stops a running stream
             if (!was_running)
                 flush_locked(lock, monotonic_now());
-            move_to_log_locked();
+            log_->move_all();
             final_state = final_state_locked();
         }
         if (kernel_)

@@ -31,6 +31,7 @@
 #include "store/loss_reports.hpp"
 #include "store/stream_store.hpp"
 #include "stream/lane_runs.hpp"
+#include "stream/log_hand_off.hpp"
 #include "stream/process_rescan.hpp"
 #include "stream/ring_merger.hpp"
 #include "stream/system_slots.hpp"
@@ -44,7 +45,7 @@ namespace posixtrace {
 // An active trace stream: the kernel program recording into per-CPU rings,
 // a drain thread merging the rings in timestamp order into the EventBuffer
 // (applying the full policy), and the readers' side of getnext.
-class Stream final : public ReadableTrace {
+class Stream final : public ReadableTrace, private LogHandOff::Owner {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
     static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
@@ -113,17 +114,20 @@ private:
     bool running() const { return phase_ == StreamPhase::Running; }
     bool shut_down() const { return phase_ == StreamPhase::ShutDown; }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
-    int open_log(int log_fd, size_t run_bytes_wanted);
+    int open_log(int log_fd, size_t run_bytes_wanted, std::unique_ptr<log::LogWriter> &out);
+    void take_lane_runs_locked();
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
-    bool move_to_log_locked();
-    void account_log_failure_locked();
-    void drop_for_failed_log_locked();
-    void close_full_log_locked(uint64_t timestamp_ns);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
     void note_flush_start_locked(uint64_t monotonic_ns);
-    std::optional<uint64_t> take_chunk_locked(const RingMerger::Chunk &chunk);
-    void check_flush_done_locked();
     log::FinalState final_state_locked();
+    // LogHandOff::Owner, under the lock.
+    bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss) override;
+    std::optional<std::string> name_for_log(uint32_t id) const override;
+    void queue_system_event(trace_event_id_t id, uint64_t monotonic_ns, const void *data,
+                            size_t size) override;
+    uint64_t handed_over_before_ns() const override;
+    uint64_t delivered_ns() const override;
+    void stop_for_full_log() override;
     std::vector<log::NamedType> event_types_locked() const;
     std::optional<std::string> event_name_locked(trace_event_id_t id) const;
     void drain_loop(std::stop_token stop);
@@ -153,7 +157,7 @@ private:
     void cancel_auto_restart_locked();
     void queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
                                    size_t size);
-    pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const;
+    pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
     void queue_loss_window_locked(const LossWindow &window);
     void refuse_locked(const pt_record &record, const void *data);
@@ -191,7 +195,6 @@ private:
     mutable TrackedMutex mutex_;
     std::condition_variable_any flushed_;
     StreamPhase phase_ = StreamPhase::Suspended;
-    bool log_error_reported_ = false; // posix_trace_error queued for the log's write error
     bool readable_signaled_ = false;
     FilterHistory filters_;
     std::deque<SystemEvent> pending_system_;
@@ -214,12 +217,7 @@ private:
     std::unique_ptr<ProbeAttacher> probes_;
     // Every traced process looked at when lifecycle records were lost.
     std::unique_ptr<ProcessRescan> rescan_;
-    // FLUSH with a log that takes runs, and lanes. Before the log: the log's
-    // writing thread may write from a run's memory until the log is gone.
-    std::unique_ptr<LaneRuns> runs_;
-    bool read_with_getnext_ = false; // then it takes no more runs
-    std::unique_ptr<log::LogWriter> log_;
-    std::deque<uint64_t> flushes_; // tickets of the flushes still being written
+    std::unique_ptr<LogHandOff> log_; // a stream with a trace log
 };
 
 } // namespace posixtrace

@@ -31,7 +31,7 @@ void Stream::drain_loop(std::stop_token stop)
 
         std::lock_guard lock(mutex_);
         if (log_)
-            check_flush_done_locked();
+            log_->note_flushes_done();
         uint64_t ticket = flush_requested_;
         drain_pass_locked();
         // A flush is done once nothing stamped before its time can come.
@@ -96,9 +96,10 @@ void Stream::drain_pass_locked()
             if (uint64_t events = pipeline_->drop(record, probes_.get()))
                 note_stream_loss_locked(StreamLoss::Late, events);
         },
-        runs_ ? RingMerger::ChunkSink(
-                    [this](const RingMerger::Chunk &chunk) { return take_chunk_locked(chunk); })
-              : RingMerger::ChunkSink()};
+        log_ && log_->takes_runs() ? RingMerger::ChunkSink([this](const RingMerger::Chunk &chunk) {
+            return log_->take_chunk(chunk);
+        })
+                                   : RingMerger::ChunkSink()};
     safe_ns_ = std::max(safe_ns_, merger_.merge(now, pending_system_, sinks));
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.

@@ -17,7 +17,7 @@ void Stream::store_locked(const pt_record &record, const void *data)
     case FullPolicy::Decision::Store:
         break;
     case FullPolicy::Decision::FlushThenStore:
-        if (move_to_log_locked()) // everything goes to the log
+        if (log_->move_all()) // everything goes to the log
             note_flush_start_locked(record.timestamp_ns);
         break;
     case FullPolicy::Decision::StopThenRefuse:

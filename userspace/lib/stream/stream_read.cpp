@@ -109,7 +109,8 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
             std::lock_guard lock(mutex_);
             if (shut_down())
                 return EINVAL;
-            read_with_getnext_ = true; // what it reads is what the merge delivers: no runs
+            if (log_)
+                log_->read_with_getnext();
             int err = read_locked(to);
             update_readable_locked();
             if (err == 0) {

@@ -83,14 +83,8 @@ posix_trace_status_info Stream::report_status()
     status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
     status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
     status.posix_stream_flush_error = 0;
-    if (log_) {
-        if (!flushes_.empty() && !log_->done(flushes_.back()))
-            status.posix_stream_flush_status = POSIX_TRACE_FLUSHING;
-        status.posix_stream_flush_error = log_->take_flush_error();
-        status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
-        if (log_->take_overrun())
-            status.posix_log_overrun_status = POSIX_TRACE_OVERRUN;
-    }
+    if (log_)
+        log_->report_status(status);
     return status;
 }
 
@@ -99,7 +93,7 @@ posix_trace_counters Stream::counters()
 {
     std::lock_guard lock(mutex_);
     if (log_)
-        account_log_failure_locked();
+        log_->account_failure();
     return ledger_.counters();
 }
 
@@ -107,7 +101,7 @@ posix_trace_loss_counters Stream::loss_counters()
 {
     std::lock_guard lock(mutex_);
     if (log_)
-        account_log_failure_locked();
+        log_->account_failure();
     return ledger_.losses();
 }
 
@@ -115,7 +109,7 @@ uint64_t Stream::unwritten_events()
 {
     std::lock_guard lock(mutex_);
     if (log_)
-        account_log_failure_locked();
+        log_->account_failure();
     return ledger_.unwritten();
 }
 

@@ -1,0 +1,189 @@
+#include "stream/log_hand_off.hpp"
+
+#include <cstring>
+
+#include "util/clock.hpp"
+
+namespace posixtrace {
+
+LogHandOff::LogHandOff(std::unique_ptr<log::LogWriter> log, StreamStore &store, LossLedger &ledger,
+                       const FullPolicy &full_policy, Owner &owner)
+    : store_(store), ledger_(ledger), full_policy_(full_policy), owner_(owner), log_(std::move(log))
+{
+}
+
+bool LogHandOff::take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge)
+{
+    if (!log_->runs_taken())
+        return false;
+    auto runs = std::make_unique<LaneRuns>(*log_, realtime_offset_ns);
+    if (!runs->valid())
+        return false; // the merge takes every record, as without a log
+    runs_ = std::move(runs);
+    judge_ = std::move(judge);
+    return true;
+}
+
+bool LogHandOff::move_all()
+{
+    account_failure();
+    if (log_->first_error()) {
+        drop_for_failed_log();
+        return false;
+    }
+    auto name_of = [this](uint32_t id) { return owner_.name_for_log(id); };
+    uint64_t later_ns = owner_.handed_over_before_ns();
+    pt_record report;
+    posix_trace_overflow_data loss;
+    auto append = [&](const pt_record &record, const void *data) {
+        if (runs_)
+            runs_->hand_over_before(record.timestamp_ns, later_ns);
+        if (log_->append(record, data, name_of) == log::LogWriter::Appended::filled_it)
+            close_full_log(record.timestamp_ns);
+    };
+    while (owner_.take_loss_report(report, loss))
+        append(report, &loss);
+    while (!store_.empty()) {
+        const pt_record &record = store_.front();
+        append(record, record.data);
+        store_.pop();
+    }
+    if (runs_)
+        runs_->hand_over_before(UINT64_MAX, later_ns);
+    store_.forget_beside();
+    full_policy_.after_flush(store_);
+    flushes_.push_back(log_->submit(later_ns));
+    return true;
+}
+
+// The chunk's bytes bound what its run takes, names aside.
+std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
+{
+    if (!runs_ || log_->first_error() || read_with_getnext_)
+        return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
+    size_t bytes = size_t(chunk.to - chunk.from);
+    if (!store_.fits_beside(bytes) ||
+        runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
+        if (move_all())
+            owner_.queue_system_event(POSIX_TRACE_FLUSH_START, owner_.delivered_ns(), nullptr, 0);
+        if (!store_.fits_beside(bytes))
+            return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
+    }
+    std::optional<LaneRuns::Taken> taken = runs_->take(chunk, judge_);
+    if (!taken)
+        return std::nullopt;
+    ledger_.count_recorded(taken->events);
+    store_.hold_beside(taken->bytes);
+    return taken->latest_ns;
+}
+
+// Once a write to the log failed, the log ends there (it stays readable up
+// to the failure), and what its writer was handed since is not in it: those
+// events are taken back from `recorded` and counted lost, and the stream's
+// reader is told with one posix_trace_error event, queued where the stream
+// learned of the failure.
+void LogHandOff::account_failure()
+{
+    if (uint64_t unwritten = log_->take_unwritten_events()) {
+        ledger_.take_back_recorded(unwritten);
+        ledger_.count_stream_loss(StreamLoss::Unwritten, unwritten);
+    }
+    int err = log_->first_error();
+    if (!err)
+        return;
+    // Runs held can go nowhere now; unlike the stream's events, they are
+    // not read from the stream either.
+    if (uint64_t held = runs_ ? runs_->drop_all() : 0) {
+        ledger_.take_back_recorded(held);
+        ledger_.count_stream_loss(StreamLoss::Unwritten, held);
+        store_.forget_beside();
+    }
+    if (error_reported_)
+        return;
+    error_reported_ = true;
+    posix_trace_error_data error{err};
+    owner_.queue_system_event(POSIX_TRACE_ERROR, clock_nanos(CLOCK_MONOTONIC), &error,
+                              sizeof error);
+}
+
+// A flush into a failed log: every event it would hand over is lost, and
+// counted so, but the posix_trace_error event stays for the stream's
+// reader; it is the oldest event left, so the order holds.
+void LogHandOff::drop_for_failed_log()
+{
+    uint64_t dropped = 0;
+    pt_record report;
+    posix_trace_overflow_data loss;
+    while (owner_.take_loss_report(report, loss))
+        ++dropped;
+    pt_record error_record{};
+    std::optional<posix_trace_error_data> error;
+    while (!store_.empty()) {
+        const pt_record &record = store_.front();
+        if (record.event_id == POSIX_TRACE_ERROR && record.data_len == sizeof *error) {
+            error_record = record;
+            error.emplace();
+            std::memcpy(&*error, record.data, sizeof *error);
+        } else {
+            ++dropped;
+        }
+        store_.pop();
+    }
+    if (error)
+        store_.push(error_record, &*error); // already counted, already in realtime
+    if (runs_)
+        dropped += runs_->drop_all();
+    store_.forget_beside();
+    ledger_.take_back_recorded(dropped);
+    ledger_.count_stream_loss(StreamLoss::Unwritten, dropped);
+    full_policy_.after_flush(store_);
+}
+
+// Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
+// with the first event that did not fit, in the room the writer kept for
+// it. The stream stops too, so the kernel records nothing the log would
+// discard; posix_trace_clear or posix_trace_start runs it again.
+void LogHandOff::close_full_log(uint64_t timestamp_ns)
+{
+    posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
+    if (log_->append_closing_stop(
+            owner_.system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause))
+        ledger_.count_recorded(); // an event of the stream's, as any other in the log
+    owner_.stop_for_full_log();
+}
+
+void LogHandOff::note_flushes_done()
+{
+    account_failure();
+    while (!flushes_.empty() && log_->done(flushes_.front())) {
+        flushes_.pop_front();
+        owner_.queue_system_event(POSIX_TRACE_FLUSH_STOP, clock_nanos(CLOCK_MONOTONIC), nullptr, 0);
+    }
+}
+
+void LogHandOff::report_status(posix_trace_status_info &status)
+{
+    if (flushes_pending())
+        status.posix_stream_flush_status = POSIX_TRACE_FLUSHING;
+    status.posix_stream_flush_error = log_->take_flush_error();
+    status.posix_log_full_status = log_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    if (log_->take_overrun())
+        status.posix_log_overrun_status = POSIX_TRACE_OVERRUN;
+}
+
+// POSIX: the log is reset too. The flushes so far end with it: their
+// blocks are gone. (An APPEND log, or one written to a pipe, keeps what it
+// has: reset() says so with an error; a write of its blocks that fails
+// later must not count the cleared events lost.)
+void LogHandOff::clear()
+{
+    if (runs_)
+        runs_->drop_all();
+    log_->forget_unwritten_events();
+    if (log_->reset() == 0) {
+        flushes_.clear();
+        error_reported_ = false; // the failed write went with the blocks
+    }
+}
+
+} // namespace posixtrace

@@ -1,0 +1,102 @@
+#pragma once
+#include <posix_trace/events.h>
+#include <trace.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "log/log_writer.hpp"
+#include "store/loss_ledger.hpp"
+#include "store/stream_store.hpp"
+#include "stream/lane_runs.hpp"
+#include "stream/ring_merger.hpp"
+
+namespace posixtrace {
+
+// A stream's side of its trace log: what each flush moves from the store
+// into the log (the overwrite reports first, the lanes' runs among the
+// events in order), the whole lane chunks taken as runs between flushes
+// (POSIX_TRACE_FLUSH with lanes), a flush-stop event as each flush is
+// written, and what a failed write costs (its events taken back from
+// `recorded` and counted lost, one posix_trace_error event). Called under
+// the stream's lock; the log's writing thread never takes it.
+class LogHandOff {
+public:
+    // What it needs of its stream, under the stream's lock.
+    class Owner {
+    public:
+        // The store's next overwrite report, counted recorded; false if none.
+        virtual bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss) = 0;
+        virtual std::optional<std::string> name_for_log(uint32_t id) const = 0;
+        virtual pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns,
+                                        size_t size) const = 0;
+        virtual void queue_system_event(trace_event_id_t id, uint64_t monotonic_ns,
+                                        const void *data, size_t size) = 0;
+        // A time (realtime) no event the stream hands over later is stamped
+        // before: what the merge delivered, and its safe point.
+        virtual uint64_t handed_over_before_ns() const = 0;
+        // CLOCK_MONOTONIC: what the merge delivered last.
+        virtual uint64_t delivered_ns() const = 0;
+        // The log filled under its UNTIL_FULL policy: the stream stops.
+        virtual void stop_for_full_log() = 0;
+
+    protected:
+        ~Owner() = default;
+    };
+
+    LogHandOff(std::unique_ptr<log::LogWriter> log, StreamStore &store, LossLedger &ledger,
+               const FullPolicy &full_policy, Owner &owner);
+    LogHandOff(const LogHandOff &) = delete;
+    LogHandOff &operator=(const LogHandOff &) = delete;
+
+    // Whole lane chunks become runs of the log from now on, judged by
+    // `judge`, when the log takes runs; false if it does not.
+    bool take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge);
+    bool takes_runs() const { return runs_ != nullptr; }
+    // A reader reads the stream with getnext: what it reads is what the
+    // merge delivers, so no chunk becomes a run from now on.
+    void read_with_getnext() { read_with_getnext_ = true; }
+    // RingMerger's chunk sink: the chunk as a run held in the stream's
+    // room (a stream it fills flushes first); nullopt, and the merge reads it.
+    std::optional<uint64_t> take_chunk(const RingMerger::Chunk &chunk);
+
+    // Hands every event of the store, losses reported first, to the log
+    // writer; false, and nothing handed, once the log's writes have failed.
+    bool move_all();
+    int first_error() const { return log_->first_error(); }
+    // Flushes handed over and not written yet.
+    bool flushes_pending() const { return !flushes_.empty() && !log_->done(flushes_.back()); }
+    // A flush-stop event for each flush written since.
+    void note_flushes_done();
+    // The events the writer failed to write until now, counted lost; a
+    // posix_trace_error event the first time a write fails.
+    void account_failure();
+    // posix_trace_get_status: the flush's and the log's parts.
+    void report_status(posix_trace_status_info &status);
+    // posix_trace_clear: the runs held go, and the log starts again.
+    void clear();
+    // Waits for every block, writes the trailer; the first write error.
+    int close(const log::FinalState &state) { return log_->close(state); }
+
+private:
+    void close_full_log(uint64_t timestamp_ns);
+    void drop_for_failed_log();
+
+    StreamStore &store_;
+    LossLedger &ledger_;
+    const FullPolicy &full_policy_;
+    Owner &owner_;
+    // Before the log: its writing thread may write from a run's memory
+    // until the log is gone.
+    std::unique_ptr<LaneRuns> runs_;
+    LaneRuns::Judge judge_;
+    std::unique_ptr<log::LogWriter> log_;
+    std::deque<uint64_t> flushes_; // tickets of the flushes still being written
+    bool error_reported_ = false;  // posix_trace_error queued for the first failed write
+    bool read_with_getnext_ = false;
+};
+
+} // namespace posixtrace
