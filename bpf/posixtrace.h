@@ -233,8 +233,8 @@ struct pt_td_thread {
     __u64 exited_start;
 };
 
-/* Per process (key: tgid): present once a thread agent controls it (the
- * seed's reporting rule then applies), with its global event mask. */
+/* Per process (key: tgid): present once a thread agent controls it
+ * (thread_db's reporting rule then applies), with its global event mask. */
 struct pt_td_process {
     __u32 global_mask;
     __u32 unused;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Part of posixtrace.bpf.c, the one BPF object of a stream: the thread
- * events' maps, the seed's reporting rule, and the recording of one event. */
+ * events' maps, thread_db's reporting rule, and the recording of one event. */
 #ifndef POSIXTRACE_THREAD_EVENTS_BPF_H
 #define POSIXTRACE_THREAD_EVENTS_BPF_H
 
@@ -39,7 +39,7 @@ struct {
     __type(value, __u64);
 } futex_waits SEC(".maps");
 
-/* The seed's rule, when a thread agent controls the process: reported if
+/* thread_db's rule, when a thread agent controls the process: reported if
  * and only if the thread has reporting enabled and the type is in its mask
  * or in the global mask; the thread's message buffer then keeps it. With no
  * agent, every thread reports (the stream's filter alone decides). */

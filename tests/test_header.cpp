@@ -1,6 +1,6 @@
 // <trace.h> itself: every symbolic constant of a group is distinct, and the
 // limits are at or above what POSIX requires; the thread event types carry
-// the names CONTRACT section 3 gives them.
+// the names the installed headers promise.
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
@@ -54,7 +54,7 @@ TEST_CASE("trace.h: limits at or above the POSIX minimums", "[header]")
     STATIC_REQUIRE(TRACE_NAME_MAX >= _POSIX_TRACE_NAME_MAX);
     STATIC_REQUIRE(TRACE_SYS_MAX >= _POSIX_TRACE_SYS_MAX);
     STATIC_REQUIRE(TRACE_USER_EVENT_MAX >= _POSIX_TRACE_USER_EVENT_MAX);
-    // CONTRACT section 2: ours.
+    // Our own limits, as installed.
     STATIC_REQUIRE(TRACE_EVENT_NAME_MAX == 128);
     STATIC_REQUIRE(TRACE_NAME_MAX == 64);
     STATIC_REQUIRE(TRACE_USER_EVENT_MAX == 1024);

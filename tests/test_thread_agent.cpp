@@ -1,4 +1,4 @@
-// The seed's thread agent on real threads: masks, message buffers, the
+// thread_db's thread agent on real threads: masks, message buffers, the
 // reporting functions, event sets and the td_* error codes.
 #include "thread_events_support.hpp"
 
@@ -23,7 +23,7 @@
 
 using namespace thread_events_support;
 
-// ---- the seed's facility -------------------------------------------------------
+// ---- thread_db's facility -------------------------------------------------------
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Thread events (TD_*) of real threads, compared with the kernel's own
-// counters (the seed's masks, message buffers and td_* error codes:
+// counters (thread_db's masks, message buffers and td_* error codes:
 // test_thread_agent.cpp).
 #include "thread_events_support.hpp"
 

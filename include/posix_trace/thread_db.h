@@ -135,7 +135,7 @@ typedef enum {
     TD_MAX_EVENT_NUM = TD_TIMEOUT,
     TD_EVENTS_ENABLE = 31
 } td_event_e;
-typedef td_event_e td_thr_events_e; /* the seed's name */
+typedef td_event_e td_thr_events_e; /* thread_db's name */
 
 /* The trace event type id of TD event `n` (TD_READY .. TD_TIMEOUT), and the TD
  * event a trace event type id is: TD_ALL_EVENTS (0) when it is none. */
@@ -223,7 +223,7 @@ typedef struct td_event_msg {
  * recorded in a stream when the stream runs, its type passes the stream's
  * filter (posix_trace_set_filter), and it is reported. While no agent
  * controls a process, every thread of it reports every event (the filter
- * alone decides). Once an agent controls it, the seed's rule applies:
+ * alone decides). Once an agent controls it, thread_db's rule applies:
  * reported if and only if the thread has reporting enabled and the type is
  * in the thread's mask or in the global mask; threads start with reporting
  * disabled and empty masks; reported events also fill the thread's message
@@ -249,7 +249,7 @@ td_err_e td_ta_map_lwp2thr(const td_thragent_t *ta, pid_t tid, td_thrhandle_t *t
  * again; its own stream, if any, is shut down. TD_OK, TD_BADTA. */
 td_err_e td_ta_delete(td_thragent_t *ta);
 
-/* ---- the seed's calls ------------------------------------------------- */
+/* ---- thread_db's calls ------------------------------------------------- */
 td_err_e td_ta_event_addr(const td_thragent_t *ta, td_event_e event, td_notify_t *notify);
 td_err_e td_thr_event_enable(const td_thrhandle_t *th, int on_off);
 td_err_e td_thr_set_event(const td_thrhandle_t *th, td_thr_events_t *events);

@@ -1,4 +1,4 @@
-// C ABI of <posix_trace/thread_db.h>: handle checks and the seed's error
+// C ABI of <posix_trace/thread_db.h>: handle checks and thread_db's error
 // codes; ThreadAgent does the work.
 #include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>

@@ -129,8 +129,8 @@ public:
     };
     RunningImages running_images() const;
 
-    // ---- thread events: the masks and message buffers of the seed, in maps.
-    // A process gets the seed's reporting rule once it has an entry.
+    // ---- thread events: thread_db's masks and message buffers, in maps.
+    // A process gets thread_db's reporting rule once it has an entry.
     int set_td_process(pid_t tgid, const pt_td_process &process);
     void remove_td_process(pid_t tgid);
     std::optional<pt_td_process> td_process(pid_t tgid) const;

@@ -29,7 +29,7 @@ uint64_t thread_identity(pid_t tid)
     return uint64_t(st.st_ino);
 }
 
-// Bit n-1 of the kernel masks for TD event n; the seed's sets have words of
+// Bit n-1 of the kernel masks for TD event n; thread_db's sets have words of
 // 32 bits, the first holding events 1..32.
 uint32_t kernel_mask_of(const td_thr_events_t &events)
 {

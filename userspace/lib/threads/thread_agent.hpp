@@ -10,7 +10,7 @@
 
 namespace posixtrace {
 
-// The controlling process's agent for one traced process: the seed's
+// The controlling process's agent for one traced process: thread_db's
 // per-thread reporting flags and masks, the global mask and the one-slot
 // message buffers, all kept in the kernel half of a stream (so an event not
 // reported costs nothing), and the thread handles messages point to.
