@@ -30,6 +30,7 @@
 #include "store/loss_placement.hpp"
 #include "store/loss_reports.hpp"
 #include "store/stream_store.hpp"
+#include "stream/drain_schedule.hpp"
 #include "stream/lane_runs.hpp"
 #include "stream/log_hand_off.hpp"
 #include "stream/process_rescan.hpp"
@@ -206,8 +207,7 @@ private:
     uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
     uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
     uint64_t passes_ = 0;
-    uint64_t quiet_passes_ = 0;      // passes in a row that found nothing new
-    bool dozing_ = false;            // the sources were told (RecordSource::doze)
+    DrainSchedule schedule_;
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;

@@ -42,27 +42,20 @@ void Stream::drain_loop(std::stop_token stop)
     }
 }
 
-// How long the drain thread may sleep: briefly while a flush waits for the
-// merge's safe point to pass its time (by the clock margin, or until a
-// record still being written is committed), a period while anything may
-// come (longer once nothing came for a while: dozing), else until woken.
+// A flush waits until the merge's safe point passes its time: by the clock
+// margin, or until a record still being written is committed.
 std::optional<timespec> Stream::drain_timeout_locked()
 {
-    if (merger_.behind()) // more to read at once, after readers had the lock
-        return timespec{0, 0};
-    if (flush_completed_ < flush_requested_)
-        return to_timespec(kFlushRetryNs);
-    bool awaited = !pending_system_.empty() || merger_.holding() || rescan_->pending(*kernel_);
-    if (!running() && !awaited)
-        return std::nullopt;
-    if (awaited || quiet_passes_ < kQuietPassesBeforeDozing) {
-        dozing_ = false;
-        return to_timespec(kDrainPeriodNs);
-    }
-    if (!std::exchange(dozing_, true))
+    DrainSchedule::State state{merger_.behind(), flush_completed_ < flush_requested_, running(),
+                               !pending_system_.empty() || merger_.holding() ||
+                                   rescan_->pending(*kernel_)};
+    DrainSchedule::Sleep sleep = schedule_.next(state);
+    if (sleep.starts_dozing)
         for (auto &source : sources_)
             source->doze();
-    return to_timespec(kDozingPeriodNs);
+    if (!sleep.ns)
+        return std::nullopt;
+    return to_timespec(*sleep.ns);
 }
 
 void Stream::drain_pass_locked()
@@ -110,7 +103,7 @@ void Stream::drain_pass_locked()
     rescan_->delivered_before(safe_ns_);
     last_pass_ns_ = now;
     ++passes_;
-    quiet_passes_ = merger_.found_new() ? 0 : quiet_passes_ + 1;
+    schedule_.pass_done(merger_.found_new());
     if (uint64_t owed = ledger_.take_owed())
         queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
     update_readable_locked();

@@ -12,18 +12,6 @@
 
 namespace posixtrace::stream_detail {
 
-// Rings are drained this often while the stream runs; the BPF side wakes the
-// drain thread earlier when a ring passes a quarter full.
-inline constexpr uint64_t kDrainPeriodNs = 1'000'000;
-// After this many passes in a row found nothing new, the drain sleeps for
-// kDozingPeriodNs instead: a thousand idle lanes cost a look each a pass.
-// Writers wake it as soon as a burst fills a lane's chunk
-// (RecordSource::doze), and the rings as they fill.
-inline constexpr uint64_t kQuietPassesBeforeDozing = 16;
-inline constexpr uint64_t kDozingPeriodNs = 5'000'000;
-// A flush waits for the merge's safe point to pass its time: passes this
-// far apart until it does.
-inline constexpr uint64_t kFlushRetryNs = 50'000;
 inline constexpr size_t kMinRingBytes = 256 * 1024;
 inline constexpr size_t kMaxRingBytes = 64u << 20;
 
