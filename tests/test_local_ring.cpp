@@ -223,7 +223,7 @@ namespace {
 
 struct MergedTally {
     uint64_t delivered = 0, out_of_order = 0, reordered = 0, late = 0, lost = 0;
-    uint64_t dropped_older = 0; // claimed, older than records their writer took back
+    uint64_t dropped_older = 0;  // claimed, older than records their writer took back
     std::vector<int> last_index; // of each writer
 };
 
@@ -232,8 +232,7 @@ struct MergedTally {
 // reserve, as the fast path does; the merge runs meanwhile in passes
 // `pause` apart, as the drain thread does.
 MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int writers, int records,
-                                LocalRing::Overwriting *overwriting,
-                                std::chrono::microseconds pause)
+                                LocalRing::ChunkRules *overwriting, std::chrono::microseconds pause)
 {
     RingMerger merger;
     std::vector<LocalRing *> rings;
@@ -333,7 +332,7 @@ std::vector<int> read_indexes(LocalRing &ring)
     }
 }
 
-bool write_indexed(LocalRing &ring, int index, LocalRing::Overwriting *overwriting)
+bool write_indexed(LocalRing &ring, int index, LocalRing::ChunkRules *overwriting)
 {
     pt_record *record = ring.reserve(sizeof index, overwriting);
     if (!record)
@@ -356,7 +355,7 @@ TEST_CASE("local ring: a ring that overwrites keeps its newest records, the olde
 {
     SmallPool pool(3);
     LocalRing ring(pool, 64);
-    LocalRing::Overwriting overwriting;
+    LocalRing::ChunkRules overwriting;
     overwriting.after_bytes = UINT64_MAX; // when the pool has none
     std::atomic<uint64_t> &overwritten = overwriting.counted;
     int next = 0;
@@ -406,7 +405,7 @@ TEST_CASE("local ring: overwriting writers merged while they write: in order, al
 {
     ChunkPool pool(64 * 1024, 64);
     pool.allow(16);
-    LocalRing::Overwriting overwriting;
+    LocalRing::ChunkRules overwriting;
     overwriting.after_bytes = 4 * 64 * 1024;
     std::atomic<uint64_t> &overwritten = overwriting.counted;
     MergedTally tally =
@@ -429,7 +428,7 @@ TEST_CASE("local ring: a ring that overwrites past its share leaves the pool to 
 {
     SmallPool pool(8);
     LocalRing busy(pool, 512), other(pool, 64); // room in its table for what it writes
-    LocalRing::Overwriting overwriting;
+    LocalRing::ChunkRules overwriting;
     overwriting.after_bytes = 2 * 4096;
     std::atomic<uint64_t> &overwritten = overwriting.counted;
     for (int i = 0; i < 10'000; ++i)

@@ -38,16 +38,11 @@ struct LaneControl {
     // whatever the number of lanes (each lane counts its own too).
     std::atomic<uint64_t> lost_records{0};
     std::atomic<uint64_t> refused_full{0};
-    // POSIX_TRACE_LOOP: how every lane takes back its oldest chunk the merge
-    // has not claimed, and the records it took back.
-    LocalRing::Overwriting overwriting;
-    // Set while the drain of the attached stream sleeps longer than its
-    // period (nothing came for a while): the first writer that starts a
-    // chunk clears it and wakes the drain through `drain_wakeup_fd`, an
-    // eventfd of the process that is never closed (a writer may still
-    // write it after the stream is gone). Zero in a child of fork.
-    std::atomic<uint32_t> drain_dozing{0};
-    int drain_wakeup_fd = -1;
+    // What every lane does as it fills a chunk: under POSIX_TRACE_LOOP take
+    // back its oldest chunk the merge has not claimed (the records it took
+    // back counted), and wake the drain if it dozes (through an eventfd of
+    // the process, never closed). Zero in a child of fork: no wakes.
+    LocalRing::ChunkRules chunk_rules;
     // The lanes' memory: what the attached stream allows, and a chunk for
     // each lane (an idle thread's lane holds one).
     ChunkPool chunks{kLaneChunkBytes, kLaneChunksAtMost};

@@ -149,22 +149,6 @@ Lane *lane_of(LaneControl &control, ThreadLanes &me, unsigned depth)
     return me.lane[depth];
 }
 
-// A drain that sleeps longer because nothing came is woken once a writer
-// starts a chunk, the lanes' only shared step that is not at each record:
-// a burst has the whole pool while the drain catches up. errno is the
-// caller's (a signal handler may be running).
-void wake_dozing_drain(LaneControl &control)
-{
-    if (!control.drain_dozing.load(std::memory_order_relaxed) ||
-        !control.drain_dozing.exchange(0, std::memory_order_acq_rel))
-        return;
-    int saved_errno = errno;
-    uint64_t one = 1;
-    ssize_t written = write(control.drain_wakeup_fd, &one, sizeof one);
-    (void)written; // a full counter wakes the drain as well
-    errno = saved_errno;
-}
-
 // As the kernel's user_event program does: the checks (the caller's read of
 // `state` and the filter passed them), a reservation, the stamp, the checks
 // again (a record stamped after a stop or a filter change took effect is
@@ -192,8 +176,7 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
         copy_len = 0;
         flags |= PT_RECORD_DATA_FAULT;
     }
-    uint64_t chunks_started = lane->ring.chunks_started();
-    pt_record *record = lane->ring.reserve(uint32_t(copy_len), &control.overwriting);
+    pt_record *record = lane->ring.reserve(uint32_t(copy_len), &control.chunk_rules);
     if (!record) {
         control.lost_records.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -206,8 +189,6 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
             control.generation.load(std::memory_order_relaxed) == generation)
             control.refused_full.fetch_add(1, std::memory_order_relaxed);
         lane->ring.discard(record);
-        if (lane->ring.chunks_started() != chunks_started)
-            wake_dozing_drain(control);
         return;
     }
     record->thread_id = uint64_t(pthread_self());
@@ -223,8 +204,6 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
     if (copy_len)
         std::memcpy(record->data, data, copy_len);
     lane->ring.commit(record);
-    if (lane->ring.chunks_started() != chunks_started)
-        wake_dozing_drain(control);
 }
 
 // The thread's first event in this process (or the first since a fork,

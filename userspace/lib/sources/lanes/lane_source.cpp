@@ -66,7 +66,7 @@ LaneControl *control_of_this_process()
         control = new (control) LaneControl;
         control->pid = getpid();
     }
-    control->drain_wakeup_fd = drain_wakeup_fd_of_this_process();
+    control->chunk_rules.reader_wakeup_fd = drain_wakeup_fd_of_this_process();
     return control;
 }
 
@@ -143,7 +143,7 @@ public:
     // A window at a time only while its writer may take records back.
     Readable readable(uint64_t &scanned) override
     {
-        bool overwriting = control_.overwriting.after_bytes.load(std::memory_order_relaxed) != 0;
+        bool overwriting = control_.chunk_rules.after_bytes.load(std::memory_order_relaxed) != 0;
         return lane_.ring.readable_within(scanned, overwriting ? LocalRing::kClaimedAhead
                                                                : LocalRing::kWhole);
     }
@@ -251,7 +251,7 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
 {
     std::lock_guard lock(attach_mutex);
     LaneControl *control = control_of_this_process();
-    if (!control || !control->chunks.valid() || control->drain_wakeup_fd < 0 ||
+    if (!control || !control->chunks.valid() || control->chunk_rules.reader_wakeup_fd < 0 ||
         control->attached.load(std::memory_order_relaxed))
         return nullptr;
     control->max_data_size.store(std::min<uint32_t>(max_data_size, PT_DATA_SIZE_LIMIT),
@@ -276,7 +276,7 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     source->adopted_head_ = head;
     // Once the lanes are skipped: what a writer takes back from here on is
     // this stream's.
-    control->overwriting.after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
+    control->chunk_rules.after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
                                            std::memory_order_relaxed);
     control->attached.store(1, std::memory_order_release);
     lanes_in_use.store(1, std::memory_order_release);
@@ -288,8 +288,8 @@ LaneSource::~LaneSource()
     std::lock_guard lock(attach_mutex);
     control_.state.store(PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
     control_.generation.fetch_add(1, std::memory_order_seq_cst);
-    control_.drain_dozing.store(0, std::memory_order_relaxed);
-    control_.overwriting.after_bytes.store(0, std::memory_order_relaxed);
+    control_.chunk_rules.reader_dozing.store(0, std::memory_order_relaxed);
+    control_.chunk_rules.after_bytes.store(0, std::memory_order_relaxed);
     control_.attached.store(0, std::memory_order_release);
     lanes_in_use.store(0, std::memory_order_release);
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
@@ -297,15 +297,15 @@ LaneSource::~LaneSource()
 
 std::vector<int> LaneSource::readable_fds() const
 {
-    return {control_.drain_wakeup_fd};
+    return {control_.chunk_rules.reader_wakeup_fd};
 }
 
 void LaneSource::doze()
 {
     uint64_t count;
-    ssize_t got = read(control_.drain_wakeup_fd, &count, sizeof count); // wakes since the last
-    (void)got;
-    control_.drain_dozing.store(1, std::memory_order_seq_cst);
+    [[maybe_unused]] ssize_t got = read(control_.chunk_rules.reader_wakeup_fd, &count,
+                                        sizeof count); // the wakes since the last doze
+    control_.chunk_rules.reader_dozing.store(1, std::memory_order_seq_cst);
 }
 
 void LaneSource::set_state(pt_stream_state state)
@@ -383,7 +383,7 @@ uint64_t LaneSource::lost() const
 
 uint64_t LaneSource::overwritten() const
 {
-    return control_.overwriting.counted.load(std::memory_order_relaxed) - overwritten_before_;
+    return control_.chunk_rules.counted.load(std::memory_order_relaxed) - overwritten_before_;
 }
 
 uint64_t LaneSource::refused_while_full() const

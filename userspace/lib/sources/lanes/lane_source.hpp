@@ -24,7 +24,7 @@ public:
     // them. `loop_kept_bytes` (POSIX_TRACE_LOOP: what the stream keeps; 0
     // otherwise): a lane with no room, or holding that much (and at most a
     // quarter of the budget), takes back its oldest chunk the merge has not
-    // claimed, the records there counted overwritten (LocalRing::Overwriting). `now_ns`:
+    // claimed, the records there counted overwritten (LocalRing::ChunkRules). `now_ns`:
     // CLOCK_MONOTONIC, read before the call; the lanes that exist are skipped (what they hold
     // belongs to an earlier stream) and join `merger` now.
     static std::unique_ptr<LaneSource> attach(size_t budget_bytes, uint32_t max_data_size,

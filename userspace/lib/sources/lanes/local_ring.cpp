@@ -1,6 +1,9 @@
 #include "sources/lanes/local_ring.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 
 namespace posixtrace {
 namespace {
@@ -13,6 +16,18 @@ unsigned log2_of(size_t power_of_two)
 uint32_t *header_of(pt_record *record)
 {
     return reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(record) - BPF_RINGBUF_HDR_SZ);
+}
+
+// errno is the caller's: a signal handler may be writing.
+void wake_dozing_reader(LocalRing::ChunkRules &rules)
+{
+    if (!rules.reader_dozing.load(std::memory_order_relaxed) ||
+        !rules.reader_dozing.exchange(0, std::memory_order_acq_rel))
+        return;
+    int saved_errno = errno;
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t written = write(rules.reader_wakeup_fd, &one, sizeof one);
+    errno = saved_errno; // a full counter wakes the reader as well
 }
 
 // Done with, not to be read: the reader skips it.
@@ -40,12 +55,13 @@ LocalRing::LocalRing(ChunkPool &pool, uint32_t most_chunks)
 }
 
 // The writer reached the end of its chunk at `position`: the next chunk,
-// if the ring may hold one more and the pool has one, or, `overwriting`,
-// one of its own taken back.
-bool LocalRing::start_chunk(uint64_t position, Overwriting *overwriting)
+// if the ring may hold one more and the pool has one, or, under `rules`,
+// one of its own taken back. A dozing reader has a chunk to read now.
+bool LocalRing::start_chunk(uint64_t position, ChunkRules *rules)
 {
-    uint64_t after_bytes =
-        overwriting ? overwriting->after_bytes.load(std::memory_order_relaxed) : 0;
+    if (rules)
+        wake_dozing_reader(*rules);
+    uint64_t after_bytes = rules ? rules->after_bytes.load(std::memory_order_relaxed) : 0;
     size_t chunk_bytes = pool_.chunk_bytes();
     // The table's entry for it is free once the chunk there was handed back.
     uint64_t handed_back = __atomic_load_n(&handed_back_, __ATOMIC_ACQUIRE);
@@ -53,17 +69,16 @@ bool LocalRing::start_chunk(uint64_t position, Overwriting *overwriting)
         return false;
     uint32_t chunk = ChunkPool::kNone;
     if (after_bytes && position - handed_back >= after_bytes)
-        chunk = take_back_oldest_chunk(position, overwriting->counted);
+        chunk = take_back_oldest_chunk(position, rules->counted);
     if (chunk == ChunkPool::kNone)
         chunk = pool_.take();
     if (chunk == ChunkPool::kNone && after_bytes)
-        chunk = take_back_oldest_chunk(position, overwriting->counted);
+        chunk = take_back_oldest_chunk(position, rules->counted);
     if (chunk == ChunkPool::kNone)
         return false;
     // Published by the producer position's release store, as the records.
     __atomic_store_n(&entry_of(position), chunk, __ATOMIC_RELAXED);
     chunk_end_ = position + chunk_bytes;
-    ++chunks_started_;
     return true;
 }
 
@@ -117,7 +132,7 @@ uint64_t LocalRing::close_chunk()
     return chunk_end_;
 }
 
-pt_record *LocalRing::reserve(uint32_t data_len, Overwriting *overwriting)
+pt_record *LocalRing::reserve(uint32_t data_len, ChunkRules *rules)
 {
     uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
     uint64_t span = span_of(length);
@@ -128,7 +143,7 @@ pt_record *LocalRing::reserve(uint32_t data_len, Overwriting *overwriting)
     }
     if (position + span > chunk_end_) {
         position = close_chunk();
-        if (!start_chunk(position, overwriting)) {
+        if (!start_chunk(position, rules)) {
             lost_.store(lost_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             return nullptr;
         }

@@ -31,21 +31,29 @@ public:
     // `most_chunks`: a power of two, the most chunks the ring holds at once.
     LocalRing(ChunkPool &pool, uint32_t most_chunks);
 
-    // How a writer makes room by taking back its oldest chunk the reader has
-    // not claimed (POSIX_TRACE_LOOP keeps the newest): when the pool has no
-    // chunk for it, and first of all once the ring holds `after_bytes`, so
-    // that one busy writer does not keep the pool from the others (0: never
-    // takes back). The records taken back are added to `counted`. Read only
-    // when a chunk is full, not at each record.
-    struct Overwriting {
+    // What a writer does when its chunk is full, read then and not at each
+    // record.
+    // - It makes room by taking back its oldest chunk the reader has not
+    //   claimed (POSIX_TRACE_LOOP keeps the newest): when the pool has no
+    //   chunk for it, and first of all once the ring holds `after_bytes`, so
+    //   that one busy writer does not keep the pool from the others (0:
+    //   never takes back). The records taken back are added to `counted`.
+    // - A reader that sleeps longer because nothing came sets
+    //   `reader_dozing`: the first writer to fill a chunk clears it and
+    //   writes `reader_wakeup_fd` (an eventfd), one write for a whole burst.
+    //   The reader keeps that descriptor open for good: a writer preempted
+    //   between the two steps must not write into a descriptor reused.
+    struct ChunkRules {
         std::atomic<uint64_t> after_bytes{0};
         std::atomic<uint64_t> counted{0};
+        std::atomic<uint32_t> reader_dozing{0};
+        int reader_wakeup_fd = -1;
     };
     // The writer's side. A record with room for `data_len` bytes of data,
     // busy until commit(); nullptr, counted in lost(), when the ring has no
     // room for it (the pool has no chunk for it, and it has none to take
-    // back under `overwriting`). Async-signal-safe.
-    pt_record *reserve(uint32_t data_len, Overwriting *overwriting = nullptr);
+    // back under `rules`). Async-signal-safe.
+    pt_record *reserve(uint32_t data_len, ChunkRules *rules = nullptr);
     void commit(pt_record *record);
     // Gives up a reserved record: the reader skips it.
     void discard(pt_record *record);
@@ -54,9 +62,6 @@ public:
     // chunk. Returns the producer position. By the writer, or by whoever
     // holds the ring while no writer can take it (a lane between threads).
     uint64_t close_chunk();
-    // Chunks the writer started: a change tells it that its last record
-    // began one. The writer's alone.
-    uint64_t chunks_started() const { return chunks_started_; }
     // Records reserve() had no room for, and records given up: only grows.
     uint64_t lost() const
     {
@@ -107,7 +112,7 @@ private:
     {
         return table()[(position / pool_.chunk_bytes()) & (most_chunks_ - 1)];
     }
-    bool start_chunk(uint64_t position, Overwriting *overwriting);
+    bool start_chunk(uint64_t position, ChunkRules *rules);
     uint32_t take_back_oldest_chunk(uint64_t position, std::atomic<uint64_t> &counted);
     uint64_t committed_records_in(uint32_t chunk) const;
     uint64_t claim(uint64_t wanted, bool &taken_back);
@@ -124,7 +129,6 @@ private:
     // its latest record (the only one that can be busy) while busy, else 0.
     uint64_t chunk_end_ = 0;
     uint64_t unfinished_at_ = 0;
-    uint64_t chunks_started_ = 0;
     // Written by the reader, read by the writer: the chunks before it are
     // the pool's, and their entries in the table free.
     uint64_t handed_back_ = 0;
