@@ -172,29 +172,48 @@ LossReports::Pass pass_number(uint64_t passes_before, uint64_t flush_ticket = 0,
             9'000'000,     taken_back_after_ns, LossPlacement(kMargin, 500'000, 300'000)};
 }
 
+// A ledger and its reports, the counts first read at `first_read_ns`; the
+// programs' skipped runs total `misses`, each reading of them counted.
+struct Reports {
+    explicit Reports(uint64_t first_read_ns) : reports(ledger, first_read_ns) {}
+    std::vector<LossWindow> look(const SourceLosses &counted, uint64_t read_ns,
+                                 const LossReports::Pass &pass)
+    {
+        return reports.look(
+            counted, read_ns,
+            [this] {
+                ++misses_reads;
+                return misses;
+            },
+            pass);
+    }
+    LossLedger ledger;
+    LossReports reports;
+    uint64_t misses = 0;
+    int misses_reads = 0;
+};
+
 } // namespace
 
 TEST_CASE("loss reports: a loss is counted once, reported after the reading that did not count "
           "it, in a window that ends once counted",
           "[loss-reports]")
 {
-    LossLedger ledger;
-    LossReports reports(ledger, 1'000'000);
-    uint64_t misses = 0;
-    auto misses_total = [&] { return misses; };
+    Reports reports(1'000'000);
+    LossLedger &ledger = reports.ledger;
     SourceLosses counted;
     counted.ring_full = 5;
     counted.unreported_switches = 2;
-    auto windows = reports.look(counted, 3'000'000, misses_total, pass_number(1));
+    auto windows = reports.look(counted, 3'000'000, pass_number(1));
     REQUIRE(windows.size() == 1);
     CHECK(windows[0].loss.in_kernel == 7);
     CHECK(windows[0].from_ns == 980'000); // the reading before, less the clocks' margin
     CHECK(windows[0].to_ns == 9'000'000);
     CHECK(ledger.counters().lost_in_kernel == 7);
-    CHECK(reports.look(counted, 4'000'000, misses_total, pass_number(2)).empty());
+    CHECK(reports.look(counted, 4'000'000, pass_number(2)).empty());
 
     counted.ring_full = 8; // after the reading at 3 ms
-    windows = reports.look(counted, 5'000'000, misses_total, pass_number(3));
+    windows = reports.look(counted, 5'000'000, pass_number(3));
     REQUIRE(windows.size() == 1);
     CHECK(windows[0].loss.in_kernel == 3);
     CHECK(windows[0].from_ns == 3'980'000);
@@ -205,35 +224,29 @@ TEST_CASE("loss reports: skipped runs are read every few passes and at each flus
           "after the reading before",
           "[loss-reports]")
 {
-    LossLedger ledger;
-    LossReports reports(ledger, 1'000'000);
-    int reads = 0;
-    uint64_t misses = 0;
-    auto misses_total = [&] {
-        ++reads;
-        return misses;
-    };
+    Reports reports(1'000'000);
+    int &reads = reports.misses_reads;
     SourceLosses none;
-    CHECK(reports.look(none, 1'100'000, misses_total, pass_number(0)).empty());
+    CHECK(reports.look(none, 1'100'000, pass_number(0)).empty());
     CHECK(reads == 1);
-    misses = 4;
+    reports.misses = 4;
     for (uint64_t pass = 1; pass < LossReports::kMissesPeriodPasses; ++pass)
-        CHECK(reports.look(none, 1'200'000 + pass, misses_total, pass_number(pass)).empty());
+        CHECK(reports.look(none, 1'200'000 + pass, pass_number(pass)).empty());
     CHECK(reads == 1); // not due
     // A flush asked for: read now. The runs were skipped after the reading
     // in pass 0, so after the pass before it began (900 µs), earlier than
     // the previous reading of the other counts.
-    auto windows = reports.look(none, 8'000'000, misses_total, pass_number(5, 1));
+    auto windows = reports.look(none, 8'000'000, pass_number(5, 1));
     CHECK(reads == 2);
     REQUIRE(windows.size() == 1);
     CHECK(windows[0].loss.in_kernel == 4);
     CHECK(windows[0].from_ns == 880'000);
-    CHECK(ledger.losses().runs_skipped == 4);
+    CHECK(reports.ledger.losses().runs_skipped == 4);
     SECTION("the next reading is due at a multiple of the period")
     {
-        misses = 6;
-        windows = reports.look(none, 8'500'000, misses_total,
-                               pass_number(2 * LossReports::kMissesPeriodPasses, 1));
+        reports.misses = 6;
+        windows =
+            reports.look(none, 8'500'000, pass_number(2 * LossReports::kMissesPeriodPasses, 1));
         CHECK(reads == 3);
         REQUIRE(windows.size() == 1);
         CHECK(windows[0].loss.in_kernel == 2);
@@ -244,12 +257,11 @@ TEST_CASE("loss reports: records a lane took back are overwritten, reported befo
           "they followed",
           "[loss-reports]")
 {
-    LossLedger ledger;
-    LossReports reports(ledger, 4'000'000);
+    Reports reports(4'000'000);
+    LossLedger &ledger = reports.ledger;
     SourceLosses counted;
     counted.overwritten = 12;
-    auto windows = reports.look(
-        counted, 5'000'000, [] { return uint64_t(0); }, pass_number(1, 0, 2'500'000));
+    auto windows = reports.look(counted, 5'000'000, pass_number(1, 0, 2'500'000));
     REQUIRE(windows.size() == 1);
     CHECK(windows[0].loss.in_stream == 12);
     CHECK(windows[0].loss.in_kernel == 0);

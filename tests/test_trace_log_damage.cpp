@@ -55,7 +55,8 @@ size_t missing_record_bytes(const std::vector<Event> &read, const std::vector<Ev
         if (next < read.size() && same_event(read[next], all[i]))
             ++next;
         else
-            missing += (48 + all[i].data.size() + 7) / 8 * 8;
+            missing +=
+                posixtrace::log::padded8(posixtrace::log::kEventRecordHeader + all[i].data.size());
     }
     return missing;
 }

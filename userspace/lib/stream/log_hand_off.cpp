@@ -12,16 +12,15 @@ LogHandOff::LogHandOff(std::unique_ptr<log::LogWriter> log, StreamStore &store, 
 {
 }
 
-bool LogHandOff::take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge)
+void LogHandOff::take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge)
 {
     if (!log_->runs_taken())
-        return false;
+        return;
     auto runs = std::make_unique<LaneRuns>(*log_, realtime_offset_ns);
     if (!runs->valid())
-        return false; // the merge takes every record, as without a log
+        return; // the merge takes every record, as without a log
     runs_ = std::move(runs);
     judge_ = std::move(judge);
-    return true;
 }
 
 bool LogHandOff::move_all()
@@ -56,6 +55,18 @@ bool LogHandOff::move_all()
     return true;
 }
 
+// The flush-start event goes into the emptied stream, after the events the
+// flush took: it is in the log with the next flush. Through the merge, like
+// every system event: a loss report queued at an earlier time comes before
+// it, so the stream stays in time order.
+bool LogHandOff::flush(uint64_t start_ns)
+{
+    if (!move_all())
+        return false;
+    owner_.queue_system_event(POSIX_TRACE_FLUSH_START, start_ns, nullptr, 0);
+    return true;
+}
+
 // The chunk's bytes bound what its run takes, names aside.
 std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
 {
@@ -64,8 +75,7 @@ std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
     size_t bytes = size_t(chunk.to - chunk.from);
     if (!store_.fits_beside(bytes) ||
         runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
-        if (move_all())
-            owner_.queue_system_event(POSIX_TRACE_FLUSH_START, owner_.delivered_ns(), nullptr, 0);
+        flush(owner_.delivered_ns());
         if (!store_.fits_beside(bytes))
             return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
     }

@@ -53,8 +53,8 @@ public:
     LogHandOff &operator=(const LogHandOff &) = delete;
 
     // Whole lane chunks become runs of the log from now on, judged by
-    // `judge`, when the log takes runs; false if it does not.
-    bool take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge);
+    // `judge`, if the log takes runs.
+    void take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge);
     bool takes_runs() const { return runs_ != nullptr; }
     // A reader reads the stream with getnext: what it reads is what the
     // merge delivers, so no chunk becomes a run from now on.
@@ -66,6 +66,10 @@ public:
     // Hands every event of the store, losses reported first, to the log
     // writer; false, and nothing handed, once the log's writes have failed.
     bool move_all();
+    // move_all(), then the flush-start event, stamped `start_ns`
+    // (CLOCK_MONOTONIC), in the emptied stream; false, nothing started, as
+    // move_all().
+    bool flush(uint64_t start_ns);
     int first_error() const { return log_->first_error(); }
     // Flushes handed over and not written yet.
     bool flushes_pending() const { return !flushes_.empty() && !log_->done(flushes_.back()); }

@@ -119,7 +119,6 @@ private:
     void take_lane_runs_locked();
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
-    void note_flush_start_locked(uint64_t monotonic_ns);
     log::FinalState final_state_locked();
     // LogHandOff::Owner, under the lock.
     bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss) override;

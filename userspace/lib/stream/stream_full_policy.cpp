@@ -17,8 +17,7 @@ void Stream::store_locked(const pt_record &record, const void *data)
     case FullPolicy::Decision::Store:
         break;
     case FullPolicy::Decision::FlushThenStore:
-        if (log_->move_all()) // everything goes to the log
-            note_flush_start_locked(record.timestamp_ns);
+        log_->flush(record.timestamp_ns); // everything goes to the log
         break;
     case FullPolicy::Decision::StopThenRefuse:
         auto_stop_locked(record.timestamp_ns);

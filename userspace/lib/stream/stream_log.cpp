@@ -28,12 +28,11 @@ int Stream::flush()
     flush_locked(lock, now); // what the kernel recorded until now is in the stream
     if (shut_down())
         return EINVAL;
-    if (!log_->move_all()) { // the log failed meanwhile: no flush started
-        update_readable_locked();
+    // Its start after what it took (events stamped after `now` perhaps).
+    if (!log_->flush(std::max<uint64_t>(now, merger_.last_delivered_ns()))) {
+        update_readable_locked(); // the log failed meanwhile: no flush started
         return log_->first_error();
     }
-    // After what the flush took (it may hold events stamped after `now`).
-    note_flush_start_locked(std::max<uint64_t>(now, merger_.last_delivered_ns()));
     if (phase_ == StreamPhase::StoppedFull)
         auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
     update_readable_locked();
@@ -105,15 +104,6 @@ void Stream::stop_for_full_log()
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     phase_ = StreamPhase::StoppedLogFull;
-}
-
-// The flush-start event goes into the emptied stream, after the events the
-// flush took: it is in the log with the next flush. Through the merge, like
-// every system event: a loss report queued at an earlier time comes before
-// it, so the stream stays in time order.
-void Stream::note_flush_start_locked(uint64_t monotonic_ns)
-{
-    queue_system_event_locked(POSIX_TRACE_FLUSH_START, monotonic_ns, nullptr, 0);
 }
 
 log::FinalState Stream::final_state_locked()
