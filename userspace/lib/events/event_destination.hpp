@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "posixtrace.h"
+
 namespace posixtrace {
 
 // Where one getnext call puts the event it reads.
@@ -12,5 +14,9 @@ struct EventDestination {
     size_t capacity;
     size_t *data_len;
 };
+
+// Fills `to` with a record and its payload, cut to what it has room for
+// (POSIX_TRACE_TRUNCATED_READ); its stamp is taken as CLOCK_REALTIME.
+void copy_event_out(const pt_record &record, const void *data, const EventDestination &to);
 
 } // namespace posixtrace

@@ -2,15 +2,14 @@
 // shutdown).
 #include "stream/stream.hpp"
 
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "events/event_set.hpp"
-#include "sources/kernel/kernel_parking.hpp"
 #include "stream/stream_internal.hpp"
 #include "util/own_objects.hpp"
 #include "util/process_id.hpp"
@@ -20,16 +19,15 @@ using namespace stream_detail;
 
 namespace {
 
-// The lanes hold what the stream may, and under POSIX_TRACE_LOOP make room
-// as the stream does, by their oldest records: a lane need not hold more
-// than the stream keeps (its records take as many bytes there).
-std::unique_ptr<LaneSource> attach_lanes(const Attributes &attributes, RingMerger &merger)
+// The process's own user events go through its lanes when the stream traces
+// the calling process alone (the uprobe stays for its children otherwise) and
+// no other stream holds them. POSIXTRACE_USER_EVENTS=kernel keeps the uprobe:
+// the test suites run both paths.
+bool takes_lanes(pid_t target, const Attributes &attributes)
 {
-    uint64_t kept_bytes =
-        attributes.stream_full_policy == POSIX_TRACE_LOOP ? attributes.stream_size : 0;
-    return LaneSource::attach(lane_budget_for(attributes.stream_size),
-                              uint32_t(attributes.max_data_size), kept_bytes, merger,
-                              monotonic_now());
+    const char *path = getenv("POSIXTRACE_USER_EVENTS");
+    return target == getpid() && attributes.inheritance != POSIX_TRACE_INHERITED &&
+           !(path && std::string_view(path) == "kernel");
 }
 
 } // namespace
@@ -54,62 +52,37 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     attributes_.create_time = now;
     // Called under the stream's lock; the kernel side goes only at shutdown.
     user_events_ = std::make_unique<StreamUserEvents>(
-        target, [this](pid_t pid) { return kernel_ ? kernel_->image_of(pid) : PT_IMAGE_NONE; },
+        target,
+        [this](pid_t pid) {
+            return recording_.has_kernel() ? recording_.kernel().image_of(pid) : PT_IMAGE_NONE;
+        },
         target == getpid() ? &UserEventRegistry::instance() : nullptr);
+    event_types_ = std::make_unique<StreamEventTypes>(
+        *user_events_, [this] { return std::as_const(recording_).probes(); });
     pipeline_ = std::make_unique<RecordPipeline>(creator_pid_, *user_events_, filters_);
     rescan_ = std::make_unique<ProcessRescan>(*user_events_);
+    Recording::Plan plan = recording_plan(target, attributes);
     // A FLUSH stream of its own process hands its lanes' chunks to its log whole.
-    size_t run_bytes =
-        takes_lanes(target, attributes) && attributes.stream_full_policy == POSIX_TRACE_FLUSH
-            ? LaneRuns::kRunBytesAtLeast
-            : 0;
+    size_t run_bytes = plan.lanes_wanted && attributes.stream_full_policy == POSIX_TRACE_FLUSH
+                           ? LaneRuns::kRunBytesAtLeast
+                           : 0;
     std::unique_ptr<log::LogWriter> log_writer;
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
         if (int err = open_log(log_fd, run_bytes, log_writer))
             return err;
+    if (plan.inherit && target == getpid())
+        shared_names_.emplace(); // one numbering for the stream's processes
 
-    std::string binary;
-    std::optional<ProcessFile> target_object; // open while `binary` is read
-    if (target == getpid()) {
-        binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
-    } else if ((target_object = user_event_object_of(target))) {
-        binary = target_object->path();
-    }
-    KernelProgram::Config config{ring_bytes_for(attributes.stream_size),
-                                 uint32_t(attributes.max_data_size)};
     // Every record is reserved in a ring created after this: stamped later.
     uint64_t rings_created_after_ns = monotonic_now();
-    bool lanes_wanted = takes_lanes(target, attributes);
-    std::unique_ptr<LaneSource> lanes;
-    bool reused = take_parked_kernel_side(target, binary, config, lanes_wanted, lanes);
-    if (reused) {
-        // The records its earlier stream left in the rings are not this one's.
-        pipeline_->cut_offs().clear_before(rings_created_after_ns);
-    } else if (int err = KernelProgram::load(config, kernel_)) {
-        return err;
-    }
+    if (int err = recording_.open(plan, rings_created_after_ns))
+        return err; // EPERM first: only a loaded program shows the privileges
     if (int err = SystemSlot::acquire(slot_))
         return err;
-    bool inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
-    if (inherit && target == getpid())
-        shared_names_.emplace(); // one numbering for the stream's processes
-    kernel_->set_inherit_children(inherit);
-    if (int err = kernel_->trace_process(target))
-        return err;
-    user_events_->set_primary_image(kernel_->image_of(target));
+    if (recording_.reused()) // what its earlier stream left in the rings is not this one's
+        pipeline_->cut_offs().clear_before(rings_created_after_ns);
+    user_events_->set_primary_image(recording_.kernel().image_of(target));
     if (int err = select_thread_event_programs_locked())
-        return err;
-    if (!probes_) {
-        probes_ = std::make_unique<ProbeAttacher>(*kernel_, inherit);
-        // This process's user events come through the lanes or through the
-        // probe, never both, never neither.
-        if (lanes_wanted && probes_->leave_user_events_of(target, binary)) {
-            lanes = attach_lanes(attributes, merger_);
-            if (!lanes)
-                probes_->attach_user_events_everywhere(); // another stream holds the lanes
-        }
-    }
-    if (int err = probes_->refresh(target))
         return err;
 
     store_ = std::make_unique<StreamStore>(attributes.stream_size, attributes.stream_full_policy);
@@ -119,100 +92,51 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (log_writer)
         log_ = std::make_unique<LogHandOff>(std::move(log_writer), *store_, ledger_, *full_policy_,
                                             static_cast<LogHandOff::Owner &>(*this));
-    // The lanes joined the merge as they were attached; the kernel's rings
-    // join now.
-    auto kernel_source = std::make_unique<KernelSource>(*kernel_);
-    if (!kernel_source->ready())
-        return ENOMEM;
-    kernel_source->join_merge(merger_, rings_created_after_ns);
-    if (!merger_.ready())
-        return ENOMEM;
-    sources_.push_back(std::move(kernel_source));
-    bool lanes_attached = lanes != nullptr;
-    if (lanes)
-        sources_.push_back(std::move(lanes));
-
     readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
-    if (!readable_ || !wakeup_ || !epoll_)
+    if (!readable_)
         return errno;
-    epoll_event wake{EPOLLIN, {}};
-    wake.data.fd = wakeup_.get();
-    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wakeup_.get(), &wake);
-    for (auto &source : sources_) {
-        for (int fd : source->readable_fds()) {
-            // Edge-triggered: a ring holding records younger than the
-            // reorder window must not wake us again and again.
-            epoll_event ring{EPOLLIN | EPOLLET, {}};
-            ring.data.fd = fd;
-            epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ring);
-        }
-    }
 
     // One offset for the stream's life: the conversion keeps the order (and
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
-    if (log_ && lanes_attached)
+    intake_.emplace(*store_, *full_policy_, *pipeline_, ledger_, filters_, realtime_offset_ns_,
+                    static_cast<StreamIntake::Owner &>(*this));
+    if (log_ && recording_.has_lanes())
         take_lane_runs_locked();
     last_pass_ns_ = rings_created_after_ns;
     loss_reports_.emplace(ledger_, rings_created_after_ns);
     drain_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
-    set_up_ = true;
     return 0;
 }
 
-// A kernel side parked by an earlier stream of this process, whatever
-// process that one traced. Its probes (parked only when they are in one
-// process alone, none asked for by the user) are kept by a stream of that
-// process, still running, that takes its user events the same way: through
-// the lanes, which must then be this stream's, or through the probe.
-// Otherwise they are retired (the probe they lack would be needed, or the
-// one they have would record each event twice), and the stream attaches
-// its own.
-bool Stream::take_parked_kernel_side(pid_t target, const std::string &binary,
-                                     const KernelProgram::Config &config, bool lanes_wanted,
-                                     std::unique_ptr<LaneSource> &lanes)
+// What the stream records, and how. The lanes hold what the stream may,
+// and under POSIX_TRACE_LOOP make room as the stream does, by their oldest
+// records: a lane need not hold more than the stream keeps (its records
+// take as many bytes there).
+Recording::Plan Stream::recording_plan(pid_t target, const Attributes &attributes) const
 {
-    std::optional<KernelSide> parked = KernelParking::take(config);
-    if (!parked)
-        return false;
-    bool keep = parked->probes && parked->probes->reusable_for(target) &&
-                attributes_.inheritance != POSIX_TRACE_INHERITED &&
-                parked->probes->leaves_user_events() == lanes_wanted;
-    if (keep && lanes_wanted) {
-        if (parked->probes->leave_user_events_of(target, binary))
-            lanes = attach_lanes(attributes_, merger_);
-        keep = lanes != nullptr;
-    }
-    if (!keep)
-        KernelParking::retire_probes(*parked);
-    kernel_ = std::move(parked->program);
-    probes_ = std::move(parked->probes);
-    return true;
-}
-
-// The process's own user events go through its lanes when the stream traces
-// the calling process alone (the uprobe stays for its children otherwise) and
-// no other stream holds them. POSIXTRACE_USER_EVENTS=kernel keeps the uprobe:
-// the test suites run both paths.
-bool Stream::takes_lanes(pid_t target, const Attributes &attributes) const
-{
-    const char *path = getenv("POSIXTRACE_USER_EVENTS");
-    return target == getpid() && attributes.inheritance != POSIX_TRACE_INHERITED &&
-           !(path && std::string_view(path) == "kernel");
+    Recording::Plan plan;
+    plan.target = target;
+    if (target == getpid())
+        plan.binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
+    else if ((plan.binary_file = user_event_object_of(target)))
+        plan.binary = plan.binary_file->path();
+    plan.config = {ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size)};
+    plan.inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
+    plan.lanes_wanted = takes_lanes(target, attributes);
+    plan.lane_budget = lane_budget_for(attributes.stream_size);
+    plan.loop_kept_bytes =
+        attributes.stream_full_policy == POSIX_TRACE_LOOP ? attributes.stream_size : 0;
+    return plan;
 }
 
 int Stream::open_log(int log_fd, size_t run_bytes_wanted, std::unique_ptr<log::LogWriter> &out)
 {
     // The writing thread wakes the drain thread when a flush is done, so the
     // flush-stop event is recorded then.
-    auto progress = [this] {
-        if (wakeup_)
-            wake_drain();
-    };
-    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_locked(),
+    auto progress = [this] { recording_.wake(); };
+    return log::LogWriter::create(log_fd, attributes_, target_pid_, event_types_->named(),
                                   run_bytes_wanted, progress, out);
 }
 
@@ -226,7 +150,7 @@ void Stream::take_lane_runs_locked()
             return classify(record) == RecordKind::UserEvent &&
                    pipeline_->user_ids().keeps_id(record);
         },
-        [this](uint32_t id) { return event_name_locked(id); }};
+        [this](uint32_t id) { return event_types_->name_of(id); }};
     log_->take_runs(realtime_offset_ns_, std::move(judge));
 }
 
@@ -292,46 +216,16 @@ void Stream::queue_loss_window_locked(const LossWindow &window)
                               0);
 }
 
-void Stream::wake_drain()
-{
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wakeup_.get(), &one, sizeof one);
-}
-
 // A change of state opens a gap in what is recorded: a sleep seen before it
 // says nothing of the wakeups after it (see HiddenWakeups).
 void Stream::set_kernel_state_locked(pt_stream_state state)
 {
-    for (auto &source : sources_)
-        source->set_state(state);
+    recording_.set_state(state);
     distrust_sleeps_locked();
     if (state != PT_STREAM_SUSPENDED)
         suspended_ns_ = 0;
     else if (!suspended_ns_)
         suspended_ns_ = monotonic_now();
-}
-
-void Stream::set_kernel_filter_locked(const trace_event_set_t &filtered)
-{
-    for (auto &source : sources_)
-        source->set_filter(filtered);
-}
-
-// What the rings the merge reads could not hold, the kernel's and the lanes'.
-SourceLosses Stream::transport_losses_locked()
-{
-    SourceLosses losses;
-    for (const auto &source : sources_)
-        losses += source->losses();
-    return losses;
-}
-
-uint64_t Stream::refused_while_full_locked() const
-{
-    uint64_t refused = 0;
-    for (const auto &source : sources_)
-        refused += source->refused_while_full();
-    return refused;
 }
 
 void Stream::distrust_sleeps_locked()
@@ -346,14 +240,14 @@ void Stream::resume_running_locked()
 {
     phase_ = StreamPhase::Running;
     set_kernel_state_locked(PT_STREAM_RUNNING);
-    wake_drain();
+    recording_.wake();
 }
 
 void Stream::flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns)
 {
     flush_until_ns_ = std::max(flush_until_ns_, until_ns);
     uint64_t ticket = ++flush_requested_;
-    wake_drain();
+    recording_.wake();
     flushed_.wait(lock, [&] { return flush_completed_ >= ticket || shut_down(); });
 }
 
@@ -410,8 +304,8 @@ int Stream::clear()
     // until now; a record stamped earlier that is still being written is
     // dropped when it comes. The cut-off is read last: nothing recorded
     // after it is discarded.
-    SourceLosses counted = transport_losses_locked();
-    uint64_t misses = kernel_->recursion_misses_total();
+    SourceLosses counted = recording_.losses();
+    uint64_t misses = recording_.kernel().recursion_misses_total();
     discard_recorded_locked();
     uint64_t now = monotonic_now();
     pipeline_->cut_offs().clear_before(now);
@@ -448,7 +342,7 @@ int Stream::shutdown()
             log_->move_all();
             final_state = final_state_locked();
         }
-        if (kernel_)
+        if (recording_.has_kernel())
             set_kernel_state_locked(PT_STREAM_SUSPENDED);
         phase_ = StreamPhase::ShutDown;
         update_readable_locked();
@@ -456,23 +350,14 @@ int Stream::shutdown()
     flushed_.notify_all();
     if (drain_.joinable()) {
         drain_.request_stop();
-        wake_drain();
+        recording_.wake();
         drain_.join();
     }
     std::lock_guard lock(mutex_);
-    bool park = kernel_ && owned_by_this_process();
-    if (park) // the rings empty for the next stream
-        merger_.discard_all([](const pt_record &) {});
-    merger_ = RingMerger();
-    sources_.clear(); // the merge read them until now
-    if (park && !set_up_)
-        probes_.reset(); // what a set-up that failed half-way attached is retired
-    if (park)
-        KernelParking::park({std::move(kernel_), std::move(probes_)});
-    kernel_.reset();
+    recording_.close(owned_by_this_process());
+    intake_.reset();
     store_.reset();
     pending_system_.clear();
-    epoll_.reset();
     int err = log_ && final_state ? log_->close(*final_state) : 0;
     log_.reset();
     slot_.release(); // another thread may still hold the object a while

@@ -34,7 +34,10 @@
 #include "stream/lane_runs.hpp"
 #include "stream/log_hand_off.hpp"
 #include "stream/process_rescan.hpp"
+#include "stream/recording.hpp"
 #include "stream/ring_merger.hpp"
+#include "stream/stream_event_types.hpp"
+#include "stream/stream_intake.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/library_threads.hpp"
@@ -46,7 +49,7 @@ namespace posixtrace {
 // An active trace stream: the kernel program recording into per-CPU rings,
 // a drain thread merging the rings in timestamp order into the EventBuffer
 // (applying the full policy), and the readers' side of getnext.
-class Stream final : public ReadableTrace, private LogHandOff::Owner {
+class Stream final : public ReadableTrace, private LogHandOff::Owner, private StreamIntake::Owner {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
     static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
@@ -128,31 +131,26 @@ private:
     uint64_t handed_over_before_ns() const override;
     uint64_t delivered_ns() const override;
     void stop_for_full_log() override;
-    std::vector<log::NamedType> event_types_locked() const;
-    std::optional<std::string> event_name_locked(trace_event_id_t id) const;
+    // StreamIntake::Owner, under the lock.
+    StreamPhase phase() const override;
+    void stop_recording_while_full() override;
+    void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
     std::optional<timespec> drain_timeout_locked();
     void drain_pass_locked();
-    void overwrite_stored_before_locked(uint64_t monotonic_ns);
     void overwrite_before_taken_back_locked();
     void account_refusals_locked(uint64_t now_ns, uint64_t refused);
     LossPlacement loss_placement_locked() const;
-    void note_stream_loss_locked(StreamLoss kind, uint64_t count);
-    void deliver_locked(const pt_record &record, const uint8_t *data);
     void set_kernel_state_locked(pt_stream_state state);
-    void set_kernel_filter_locked(const trace_event_set_t &filtered);
-    SourceLosses transport_losses_locked();
-    uint64_t refused_while_full_locked() const;
-    bool takes_lanes(pid_t target, const Attributes &attributes) const;
-    bool take_parked_kernel_side(pid_t target, const std::string &binary,
-                                 const KernelProgram::Config &config, bool lanes_wanted,
-                                 std::unique_ptr<LaneSource> &lanes);
+    Recording::Plan recording_plan(pid_t target, const Attributes &attributes) const;
+    KernelProgram &kernel() { return recording_.kernel(); }
+    ProbeAttacher *probes() { return recording_.probes(); }
+    const ProbeAttacher *probes() const { return recording_.probes(); }
+    RingMerger &merger() { return recording_.merger(); }
+    const RingMerger &merger() const { return recording_.merger(); }
     void distrust_sleeps_locked();
     uint64_t discard_recorded_locked();
     int select_thread_event_programs_locked();
-    void store_locked(const pt_record &record, const void *data);
-    void push_locked(pt_record record, const void *data);
-    void auto_stop_locked(uint64_t timestamp_ns);
     void auto_restart_locked();
     void cancel_auto_restart_locked();
     void queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
@@ -160,36 +158,25 @@ private:
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override;
     void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
     void queue_loss_window_locked(const LossWindow &window);
-    void refuse_locked(const pt_record &record, const void *data);
     void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
-    void wake_drain();
     void resume_running_locked();
     bool available_locked() const;
     void update_readable_locked();
     bool take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss);
     int read_locked(const EventDestination &to);
-    void copy_out(const pt_record &record, const void *data, const EventDestination &to) const;
     bool filtered_locked(trace_event_id_t id) const;
 
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
     pid_t target_pid_ = 0;
     SystemSlot slot_;
-    std::unique_ptr<KernelProgram> kernel_;
-    // Whether initialize() succeeded: the kernel side of a stream that did
-    // not serves the process's next stream without its probes.
-    bool set_up_ = false;
-    RingMerger merger_;
-    // The kernel's rings, and the lanes when this process's user events
-    // take them rather than the uprobe.
-    std::vector<std::unique_ptr<RecordSource>> sources_;
+    Recording recording_;
     std::unique_ptr<StreamStore> store_;
     std::unique_ptr<FullPolicy> full_policy_;
+    std::optional<StreamIntake> intake_; // into store_, once the stream is set up
     LossLedger ledger_;
     std::optional<LossReports> loss_reports_; // from the rings' creation on
     UniqueFd readable_;                       // eventfd, readable while available_locked()
-    UniqueFd wakeup_;                         // eventfd, wakes the drain thread
-    UniqueFd epoll_;                          // the rings and wakeup_
     LibraryThreads::Thread drain_;
 
     mutable TrackedMutex mutex_;
@@ -208,12 +195,11 @@ private:
     uint64_t passes_ = 0;
     DrainSchedule schedule_;
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
-    std::optional<trace_event_id_t> type_cursor_;
     std::unique_ptr<StreamUserEvents> user_events_;
+    std::unique_ptr<StreamEventTypes> event_types_;
     std::optional<SharedUserEventNames> shared_names_;
     // The stages between the merge and the store.
     std::unique_ptr<RecordPipeline> pipeline_;
-    std::unique_ptr<ProbeAttacher> probes_;
     // Every traced process looked at when lifecycle records were lost.
     std::unique_ptr<ProcessRescan> rescan_;
     std::unique_ptr<LogHandOff> log_; // a stream with a trace log

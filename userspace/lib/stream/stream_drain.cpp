@@ -2,8 +2,6 @@
 // what the kernel lost, follows the traced processes, and delivers.
 #include "stream/stream.hpp"
 
-#include <sys/epoll.h>
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -17,15 +15,13 @@ using namespace stream_detail;
 
 void Stream::drain_loop(std::stop_token stop)
 {
-    epoll_event events[16];
     while (!stop.stop_requested()) {
         std::optional<timespec> timeout;
         {
             std::lock_guard lock(mutex_);
             timeout = drain_timeout_locked();
         }
-        epoll_pwait2(epoll_.get(), events, 16, timeout ? &*timeout : nullptr, nullptr);
-        drain_eventfd(wakeup_.get());
+        recording_.wait(timeout);
         if (stop.stop_requested())
             break;
 
@@ -46,13 +42,12 @@ void Stream::drain_loop(std::stop_token stop)
 // margin, or until a record still being written is committed.
 std::optional<timespec> Stream::drain_timeout_locked()
 {
-    DrainSchedule::State state{merger_.behind(), flush_completed_ < flush_requested_, running(),
-                               !pending_system_.empty() || merger_.holding() ||
-                                   rescan_->pending(*kernel_)};
+    DrainSchedule::State state{merger().behind(), flush_completed_ < flush_requested_, running(),
+                               !pending_system_.empty() || merger().holding() ||
+                                   rescan_->pending(kernel())};
     DrainSchedule::Sleep sleep = schedule_.next(state);
     if (sleep.starts_dozing)
-        for (auto &source : sources_)
-            source->doze();
+        recording_.doze();
     if (!sleep.ns)
         return std::nullopt;
     return to_timespec(*sleep.ns);
@@ -61,51 +56,46 @@ std::optional<timespec> Stream::drain_timeout_locked()
 void Stream::drain_pass_locked()
 {
     uint64_t now = monotonic_now();
-    for (auto &source : sources_) {
-        source->join_merge(merger_, now);
-        if (auto window =
-                loss_reports_->given_up(source->look_after(merger_, now), loss_placement_locked()))
+    recording_.look_after_sources(now, [this](const RingMerger::GivenUp &given_up) {
+        if (auto window = loss_reports_->given_up(given_up, loss_placement_locked()))
             queue_loss_window_locked(*window);
-    }
+    });
     pipeline_->refresh();
-    if (probes_)
-        rescan_->look(now, *kernel_, *probes_);
+    if (probes())
+        rescan_->look(now, kernel(), *probes());
     uint64_t counts_read_ns = monotonic_now();
-    SourceLosses counted = transport_losses_locked(); // once a pass, for both
+    SourceLosses counted = recording_.losses(); // once a pass, for both
     LossReports::Pass pass{passes_,
                            flush_requested_,
                            last_pass_ns_,
                            suspended_ns_,
-                           merger_.taken_back_after_ns(),
+                           merger().taken_back_after_ns(),
                            loss_placement_locked()};
     for (const LossWindow &window : loss_reports_->look(
-             counted, counts_read_ns, [this] { return kernel_->recursion_misses_total(); }, pass))
+             counted, counts_read_ns, [this] { return kernel().recursion_misses_total(); }, pass))
         queue_loss_window_locked(window);
     account_refusals_locked(now, counted.refused_while_full);
     RingMerger::Sinks sinks{
-        [this](const pt_record &record) { deliver_locked(record, record.data); },
-        [this](SystemEvent &&event) { store_locked(event.header, event.data.data()); },
-        [this](const pt_record &record) {
-            if (uint64_t events = pipeline_->drop(record, probes_.get()))
-                note_stream_loss_locked(StreamLoss::Late, events);
-        },
+        [this](const pt_record &record) { intake_->deliver(record, record.data, probes()); },
+        [this](SystemEvent &&event) { intake_->store(event.header, event.data.data()); },
+        [this](const pt_record &record) { intake_->drop_late(record, probes()); },
         log_ && log_->takes_runs() ? RingMerger::ChunkSink([this](const RingMerger::Chunk &chunk) {
             return log_->take_chunk(chunk);
         })
                                    : RingMerger::ChunkSink()};
-    safe_ns_ = std::max(safe_ns_, merger_.merge(now, pending_system_, sinks));
+    safe_ns_ = std::max(safe_ns_, merger().merge(now, pending_system_, sinks));
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.
-    if (uint64_t older = merger_.take_dropped_older())
-        note_stream_loss_locked(StreamLoss::Overwritten, older);
+    if (uint64_t older = merger().take_dropped_older())
+        intake_->note_loss(StreamLoss::Overwritten, older);
     overwrite_before_taken_back_locked();
-    filters_.forget_before(merger_.last_delivered_ns());
+    filters_.forget_before(merger().last_delivered_ns());
     rescan_->delivered_before(safe_ns_);
     last_pass_ns_ = now;
     ++passes_;
-    schedule_.pass_done(merger_.found_new());
+    schedule_.pass_done(merger().found_new());
     if (uint64_t owed = ledger_.take_owed())
-        queue_loss_events_locked({0, owed, 0}, merger_.last_delivered_ns());
+        queue_loss_events_locked({0, owed, 0}, merger().last_delivered_ns());
     update_readable_locked();
 }
 
@@ -117,22 +107,10 @@ void Stream::drain_pass_locked()
 // the stream held from before the take-back in place, ahead of a gap.
 void Stream::overwrite_before_taken_back_locked()
 {
-    if (!merger_.took_back())
+    if (!merger().took_back())
         return;
-    overwrite_stored_before_locked(merger_.taken_back_after_ns());
-    merger_.forget_taken_back();
-}
-
-// What the store holds stamped before `monotonic_ns` goes, counted as the
-// policy's own overwriting is (its report leads what is left).
-void Stream::overwrite_stored_before_locked(uint64_t monotonic_ns)
-{
-    store_->overwrite_before(uint64_t(int64_t(monotonic_ns) + realtime_offset_ns_));
-    StreamStore::Overwritten overwritten = store_->take_overwritten();
-    if (overwritten.records)
-        ledger_.set_overrun();
-    if (overwritten.events)
-        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten.events);
+    intake_->overwrite_before(merger().taken_back_after_ns());
+    merger().forget_taken_back();
 }
 
 // Without the latest start as a floor, a stream whose first pass after its
@@ -140,7 +118,7 @@ void Stream::overwrite_stored_before_locked(uint64_t monotonic_ns)
 // start event, at the last look taken while it was suspended.
 LossPlacement Stream::loss_placement_locked() const
 {
-    return LossPlacement(RingMerger::kClockMarginNs, merger_.last_delivered_ns(), started_ns_);
+    return LossPlacement(RingMerger::kClockMarginNs, merger().last_delivered_ns(), started_ns_);
 }
 
 // What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
@@ -159,43 +137,13 @@ void Stream::account_refusals_locked(uint64_t now_ns, uint64_t refused)
         queue_loss_window_locked({{0, fresh->events, 0}, fresh->report_ns, monotonic_now()});
 }
 
-// Records dropped on their way to the stream are reported by the next
-// pass, before anything younger than what was delivered.
-void Stream::note_stream_loss_locked(StreamLoss kind, uint64_t count)
-{
-    ledger_.count_stream_loss(kind, count);
-    ledger_.owe_report(count);
-}
-
-// A record out of the merge, as the stages left it, into the store.
-void Stream::deliver_locked(const pt_record &record, const uint8_t *data)
-{
-    Delivery delivery;
-    pipeline_->deliver(record, data, probes_.get(), delivery);
-    switch (delivery.action) {
-    case Delivery::Action::Skip:
-        return;
-    case Delivery::Action::Refuse:
-        if (delivery.refused_events)
-            note_stream_loss_locked(StreamLoss::Refused, delivery.refused_events);
-        return;
-    case Delivery::Action::Store:
-        break;
-    }
-    store_locked(*delivery.header, delivery.data);
-    if (delivery.hidden_in_kernel)
-        ledger_.count_kernel_loss(0, delivery.hidden_in_kernel, 0);
-    if (delivery.resume_after)
-        store_locked(system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
-}
-
 // Drops what the kernel recorded and the merge has not delivered; returns
 // how many events that was.
 uint64_t Stream::discard_recorded_locked()
 {
     uint64_t events = 0;
-    merger_.discard_all(
-        [&](const pt_record &record) { events += pipeline_->drop(record, probes_.get()); });
+    merger().discard_all(
+        [&](const pt_record &record) { events += pipeline_->drop(record, probes()); });
     return events;
 }
 

@@ -1,5 +1,5 @@
-// Stream: storing an event under the stream full policy (LOOP, UNTIL_FULL,
-// FLUSH), and the automatic stop and restart that go with it.
+// Stream: the automatic restart of a stream POSIX_TRACE_UNTIL_FULL stopped,
+// and what the stream carries out for its intake's full policies.
 #include "stream/stream.hpp"
 
 #include <cstring>
@@ -9,64 +9,6 @@
 namespace posixtrace {
 using namespace stream_detail;
 
-// Applies the stream full policy to one event on its way into the store.
-void Stream::store_locked(const pt_record &record, const void *data)
-{
-    size_t bytes = stored_event_size(record.data_len);
-    switch (full_policy_->make_room(*store_, record, bytes, phase_)) {
-    case FullPolicy::Decision::Store:
-        break;
-    case FullPolicy::Decision::FlushThenStore:
-        log_->flush(record.timestamp_ns); // everything goes to the log
-        break;
-    case FullPolicy::Decision::StopThenRefuse:
-        auto_stop_locked(record.timestamp_ns);
-        refuse_locked(record, data);
-        return;
-    case FullPolicy::Decision::Refuse:
-        refuse_locked(record, data);
-        return;
-    }
-    StreamStore::Overwritten overwritten = store_->take_overwritten();
-    if (overwritten.records)
-        ledger_.set_overrun();
-    if (overwritten.events)
-        ledger_.count_stream_loss(StreamLoss::Overwritten, overwritten.events);
-    if (!store_->fits(bytes)) { // larger than the whole stream
-        ledger_.count_stream_loss(StreamLoss::Refused, 1);
-        return;
-    }
-    push_locked(record, data);
-}
-
-// POSIX_TRACE_UNTIL_FULL refuses what comes while the stream is full; the
-// store keeps what to report when it runs again.
-void Stream::refuse_locked(const pt_record &record, const void *data)
-{
-    if (store_->refuse(record, data))
-        ledger_.count_stream_loss(StreamLoss::Refused, 1);
-}
-
-// Every event the stream holds is counted recorded, the trace system's own
-// (a stop, a flush start) too: what a log fails to write is taken back.
-void Stream::push_locked(pt_record record, const void *data)
-{
-    record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
-    store_->push(record, data);
-    ledger_.count_recorded();
-}
-
-void Stream::auto_stop_locked(uint64_t timestamp_ns)
-{
-    set_kernel_state_locked(PT_STREAM_FULL);
-    phase_ = StreamPhase::StoppedFull;
-    store_->set_full(true);
-    ledger_.set_overrun();
-    posix_trace_stop_data cause{POSIX_TRACE_STOP_STREAM_FULL};
-    if (!filtered_locked(POSIX_TRACE_STOP))
-        push_locked(system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
-}
-
 // POSIX_TRACE_UNTIL_FULL: once the reader has emptied a full stream it runs
 // again, reporting first what it refused while full, then a start event.
 // They go through the merge like every system event, so they come after
@@ -74,7 +16,7 @@ void Stream::auto_stop_locked(uint64_t timestamp_ns)
 void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, refused_while_full_locked());
+    account_refusals_locked(now, recording_.refused_while_full());
     uint64_t lost = discard_recorded_locked(); // recorded before the kernel saw the stop
     store_->add_refused(lost);
     ledger_.count_stream_loss(StreamLoss::Refused, lost);
@@ -94,12 +36,29 @@ void Stream::cancel_auto_restart_locked()
 {
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, refused_while_full_locked());
+    account_refusals_locked(now, recording_.refused_while_full());
     uint64_t lost = discard_recorded_locked();
     store_->add_refused(lost);
     ledger_.count_stream_loss(StreamLoss::Refused, lost);
     pipeline_->cut_offs().accept_after(now);
     phase_ = StreamPhase::Suspended;
+}
+
+// StreamIntake::Owner, under the lock.
+StreamPhase Stream::phase() const
+{
+    return phase_;
+}
+
+void Stream::stop_recording_while_full()
+{
+    set_kernel_state_locked(PT_STREAM_FULL);
+    phase_ = StreamPhase::StoppedFull;
+}
+
+void Stream::flush_to_log(uint64_t timestamp_ns)
+{
+    log_->flush(timestamp_ns); // everything goes to the log
 }
 
 } // namespace posixtrace

@@ -29,7 +29,7 @@ int Stream::flush()
     if (shut_down())
         return EINVAL;
     // Its start after what it took (events stamped after `now` perhaps).
-    if (!log_->flush(std::max<uint64_t>(now, merger_.last_delivered_ns()))) {
+    if (!log_->flush(std::max<uint64_t>(now, merger().last_delivered_ns()))) {
         update_readable_locked(); // the log failed meanwhile: no flush started
         return log_->first_error();
     }
@@ -72,7 +72,7 @@ bool Stream::take_loss_report(pt_record &record, posix_trace_overflow_data &loss
 
 std::optional<std::string> Stream::name_for_log(uint32_t id) const
 {
-    return event_name_locked(id);
+    return event_types_->name_of(id);
 }
 
 void Stream::queue_system_event(trace_event_id_t id, uint64_t monotonic_ns, const void *data,
@@ -87,12 +87,13 @@ void Stream::queue_system_event(trace_event_id_t id, uint64_t monotonic_ns, cons
 // there at the earliest.
 uint64_t Stream::handed_over_before_ns() const
 {
-    return uint64_t(int64_t(std::max(merger_.last_delivered_ns(), safe_ns_)) + realtime_offset_ns_);
+    return uint64_t(int64_t(std::max(merger().last_delivered_ns(), safe_ns_)) +
+                    realtime_offset_ns_);
 }
 
 uint64_t Stream::delivered_ns() const
 {
-    return merger_.last_delivered_ns();
+    return merger().last_delivered_ns();
 }
 
 // The log's last event is its stop event: the stream stops too, so the
@@ -119,25 +120,8 @@ log::FinalState Stream::final_state_locked()
     state.recorded = ledger_.counters().recorded;
     state.lost_in_kernel = ledger_.counters().lost_in_kernel;
     state.lost_in_stream = ledger_.counters().lost_in_stream;
-    state.types = event_types_locked();
+    state.types = event_types_->named();
     return state;
-}
-
-std::vector<log::NamedType> Stream::event_types_locked() const
-{
-    std::vector<log::NamedType> types;
-    for (trace_event_id_t id : builtin_event_ids())
-        if (auto name = event_name_locked(id))
-            types.push_back({id, *name});
-    for (trace_event_id_t id : user_events_->ids())
-        if (auto name = event_name_locked(id))
-            types.push_back({id, *name});
-    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i) {
-        trace_event_id_t id = POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i);
-        if (auto name = event_name_locked(id))
-            types.push_back({id, *name});
-    }
-    return types;
 }
 
 } // namespace posixtrace

@@ -35,28 +35,6 @@ void Stream::update_readable_locked()
     readable_signaled_ = available;
 }
 
-void Stream::copy_out(const pt_record &record, const void *data, const EventDestination &to) const
-{
-    posix_trace_event_info &info = *to.info;
-    info = {};
-    info.posix_event_id = record.event_id;
-    info.posix_pid = pid_t(record.pid);
-    info.posix_prog_address = reinterpret_cast<void *>(record.prog_address);
-    info.posix_thread_id = pthread_t(record.thread_id);
-    info.posix_timestamp = to_timespec(record.timestamp_ns);
-    info.posix_tid = pid_t(record.tid);
-    info.posix_truncation_status = record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD
-                                                                      : POSIX_TRACE_NOT_TRUNCATED;
-    size_t length = record.data_len;
-    if (to.capacity < length) {
-        length = to.capacity;
-        info.posix_truncation_status = POSIX_TRACE_TRUNCATED_READ;
-    }
-    if (length && to.data)
-        std::memcpy(to.data, data, length);
-    *to.data_len = to.data ? length : 0;
-}
-
 // POSIX_TRACE_LOOP's report of what it overwrote, due before the oldest
 // event left: the overflow event, then the resume event (each unless
 // filtered). False when none is due.
@@ -86,13 +64,13 @@ int Stream::read_locked(const EventDestination &to)
     pt_record report;
     posix_trace_overflow_data loss;
     if (take_loss_report_locked(report, loss)) {
-        copy_out(report, &loss, to); // a resume event's data_len is 0
+        copy_event_out(report, &loss, to); // a resume event's data_len is 0
         return 0;
     }
     if (store_->empty())
         return EAGAIN;
     const pt_record &record = store_->front();
-    copy_out(record, record.data, to);
+    copy_event_out(record, record.data, to);
     store_->pop();
     if (store_->empty() && phase_ == StreamPhase::StoppedFull)
         auto_restart_locked();

@@ -48,9 +48,9 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     trace_event_set_t both = updated;
     for (size_t i = 0; i < std::size(both.__bits); ++i)
         both.__bits[i] |= change.old_filter.__bits[i];
-    set_kernel_filter_locked(both);
+    recording_.set_filter(both);
     uint64_t now = monotonic_now();
-    set_kernel_filter_locked(updated);
+    recording_.set_filter(updated);
     filters_.took_effect(change.old_filter, now);
     distrust_sleeps_locked();
     if (running())
@@ -116,13 +116,15 @@ uint64_t Stream::unwritten_events()
 std::vector<KernelProgram::ProgramMisses> Stream::skipped_runs() const
 {
     std::lock_guard lock(mutex_);
-    return kernel_ ? kernel_->recursion_misses() : std::vector<KernelProgram::ProgramMisses>{};
+    if (!recording_.has_kernel())
+        return {};
+    return recording_.kernel().recursion_misses();
 }
 
 uint64_t Stream::untraced_children() const
 {
     std::lock_guard lock(mutex_);
-    return kernel_ ? kernel_->untraced_children() : 0;
+    return recording_.has_kernel() ? recording_.kernel().untraced_children() : 0;
 }
 
 // ---- event types -----------------------------------------------------------
@@ -132,13 +134,13 @@ int Stream::attach_usdt(const std::string &spec, size_t &attached)
     std::lock_guard lock(mutex_);
     if (shut_down())
         return EINVAL;
-    return probes_->add_usdt_spec(target_pid_, spec, attached);
+    return probes()->add_usdt_spec(target_pid_, spec, attached);
 }
 
 ProbeAttacher::Unattached Stream::unattached_probes()
 {
     std::lock_guard lock(mutex_);
-    return probes_ ? probes_->unattached() : ProbeAttacher::Unattached{};
+    return probes() ? probes()->unattached() : ProbeAttacher::Unattached{};
 }
 
 static_assert(PT_USDT_STRING_MAX == POSIX_TRACE_USDT_STRING_MAX);
@@ -150,10 +152,10 @@ int Stream::decode_usdt_string(const std::string &probe, unsigned index)
     std::lock_guard lock(mutex_);
     if (shut_down() || index >= PT_USDT_MAX_ARGS)
         return EINVAL;
-    auto id = probes_->usdt_id(probe);
+    auto id = probes()->usdt_id(probe);
     if (!id)
         return ENOENT;
-    kernel_->set_usdt_string_argument(*id, index);
+    kernel().set_usdt_string_argument(*id, index);
     return 0;
 }
 
@@ -162,7 +164,7 @@ bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &c
     std::lock_guard lock(mutex_);
     if (shut_down())
         return false;
-    change(*kernel_);
+    change(kernel());
     return true;
 }
 
@@ -186,53 +188,31 @@ int Stream::select_thread_event_programs_locked()
     for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
         if (!pipeline_->agents().empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
             wanted |= 1u << i;
-    return kernel_->select_thread_event_programs(wanted);
+    return kernel().select_thread_event_programs(wanted);
 }
 
 std::optional<std::string> Stream::event_name(trace_event_id_t id) const
 {
     std::lock_guard lock(mutex_);
-    return event_name_locked(id);
-}
-
-std::optional<std::string> Stream::event_name_locked(trace_event_id_t id) const
-{
-    if (auto builtin = builtin_event_name(id))
-        return std::string(*builtin);
-    if (id >= POSIX_TRACE_USDT_EVENT_FIRST)
-        return probes_ ? probes_->usdt_name(id) : std::nullopt;
-    return user_events_->name_of(id);
+    return event_types_->name_of(id);
 }
 
 int Stream::open_event_type(const char *name, trace_event_id_t &id)
 {
     std::lock_guard lock(mutex_);
-    return user_events_->open(name, id);
+    return event_types_->open(name, id);
 }
 
 void Stream::next_event_type(trace_event_id_t &id, int &unavailable)
 {
-    std::vector<trace_event_id_t> ids = builtin_event_ids();
     std::lock_guard lock(mutex_);
-    auto user = user_events_->ids();
-    ids.insert(ids.end(), user.begin(), user.end());
-    for (size_t i = 0; probes_ && i < probes_->usdt_type_count(); ++i)
-        ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
-    auto next =
-        type_cursor_ ? std::upper_bound(ids.begin(), ids.end(), *type_cursor_) : ids.begin();
-    if (next == ids.end()) {
-        unavailable = 1;
-        return;
-    }
-    id = *next;
-    type_cursor_ = id;
-    unavailable = 0;
+    event_types_->next(id, unavailable);
 }
 
 void Stream::rewind_event_types()
 {
     std::lock_guard lock(mutex_);
-    type_cursor_.reset();
+    event_types_->rewind();
 }
 
 } // namespace posixtrace

@@ -1,0 +1,73 @@
+#pragma once
+#include <trace.h>
+
+#include <cstdint>
+
+#include "posixtrace.h"
+#include "stages/filter_history.hpp"
+#include "stages/record_pipeline.hpp"
+#include "store/loss_ledger.hpp"
+#include "store/stream_store.hpp"
+
+namespace posixtrace {
+
+// Where the merge's records go: through the stages (RecordPipeline) into
+// the store, under the stream's full policy, each event counted once in the
+// ledger, kept or lost. Stamps turn from CLOCK_MONOTONIC into
+// CLOCK_REALTIME on the way in. What a policy decides beyond the store (the
+// stream stops, its log takes everything) the stream carries out, through
+// Owner.
+class StreamIntake {
+public:
+    class Owner {
+    public:
+        virtual StreamPhase phase() const = 0;
+        // POSIX_TRACE_UNTIL_FULL filled the stream: the kernel records no more.
+        virtual void stop_recording_while_full() = 0;
+        // POSIX_TRACE_FLUSH: what the stream holds goes to its log first.
+        virtual void flush_to_log(uint64_t timestamp_ns) = 0;
+        virtual pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns,
+                                        size_t size) const = 0;
+
+    protected:
+        ~Owner() = default;
+    };
+
+    StreamIntake(StreamStore &store, const FullPolicy &policy, RecordPipeline &pipeline,
+                 LossLedger &ledger, const FilterHistory &filters, int64_t realtime_offset_ns,
+                 Owner &owner)
+        : store_(store), policy_(policy), pipeline_(pipeline), ledger_(ledger), filters_(filters),
+          realtime_offset_ns_(realtime_offset_ns), owner_(owner)
+    {
+    }
+
+    // A record out of the merge, as the stages leave it.
+    void deliver(const pt_record &record, const uint8_t *data, ProcessProbes *probes);
+    // An event past the stages (a system event), under the full policy.
+    void store(const pt_record &record, const void *data);
+    // A record the merge drops (it came late): counted lost, reported by
+    // the drain's next pass.
+    void drop_late(const pt_record &record, ProcessProbes *probes);
+    // Records dropped on their way to the store: reported by the drain's
+    // next pass, before anything younger than what was delivered.
+    void note_loss(StreamLoss kind, uint64_t count);
+    // What the store holds stamped before `monotonic_ns` goes, counted as
+    // the policy's own overwriting is (its report leads what is left).
+    void overwrite_before(uint64_t monotonic_ns);
+
+private:
+    void refuse(const pt_record &record, const void *data);
+    void push(pt_record record, const void *data);
+    void stop_full(uint64_t timestamp_ns);
+    void count_overwritten();
+
+    StreamStore &store_;
+    const FullPolicy &policy_;
+    RecordPipeline &pipeline_;
+    LossLedger &ledger_;
+    const FilterHistory &filters_;
+    int64_t realtime_offset_ns_;
+    Owner &owner_;
+};
+
+} // namespace posixtrace
