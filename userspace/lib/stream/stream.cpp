@@ -50,6 +50,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
+    system_events_.emplace(target, filters_);
     // Called under the stream's lock; the kernel side goes only at shutdown.
     user_events_ = std::make_unique<StreamUserEvents>(
         target,
@@ -173,30 +174,15 @@ bool Stream::filtered_locked(trace_event_id_t id) const
 
 pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const
 {
-    pt_record record{};
-    record.timestamp_ns = timestamp_ns;
-    record.pid = uint32_t(target_pid_);
-    record.event_id = id;
-    record.data_len = uint32_t(size);
-    record.cpu = PT_CPU_SYSTEM;
-    return record;
+    return system_events_->record(id, timestamp_ns, size);
 }
 
-// The queue stays sorted by timestamp (a loss report may be stamped before
-// events queued earlier).
+// Never before the merge's safe point: what was stamped before it is
+// delivered already.
 void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
                                        size_t size)
 {
-    if (filtered_locked(id))
-        return;
-    // Everything stamped before the merge's safe point is in the stream: a
-    // log's watermark may say so (LogHandOff::move_all).
-    timestamp_ns = std::max(timestamp_ns, safe_ns_);
-    const auto *bytes = static_cast<const uint8_t *>(data);
-    auto at = pending_system_.end();
-    while (at != pending_system_.begin() && std::prev(at)->header.timestamp_ns > timestamp_ns)
-        --at;
-    pending_system_.insert(at, {{bytes, bytes + size}, system_record(id, timestamp_ns, size)});
+    system_events_->queue(id, timestamp_ns, safe_ns_, data, size);
 }
 
 void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
@@ -204,16 +190,10 @@ void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp
     queue_loss_window_locked({loss, timestamp_ns, timestamp_ns});
 }
 
-// The overflow event where the losses may have begun, the resume event once
-// they are known to have ended: every event lost lay between the two.
 void Stream::queue_loss_window_locked(const LossWindow &window)
 {
     distrust_sleeps_locked(); // the lost events may include wakeups
-    const LossReport &loss = window.loss;
-    posix_trace_overflow_data data{loss.in_kernel + loss.in_stream, loss.in_kernel, loss.in_stream};
-    queue_system_event_locked(POSIX_TRACE_OVERFLOW, window.from_ns, &data, sizeof data);
-    queue_system_event_locked(POSIX_TRACE_RESUME, std::max(window.from_ns, window.to_ns), nullptr,
-                              0);
+    system_events_->queue_loss(window, safe_ns_);
 }
 
 // A change of state opens a gap in what is recorded: a sleep seen before it
@@ -311,7 +291,7 @@ int Stream::clear()
     pipeline_->cut_offs().clear_before(now);
     pipeline_->hidden_wakeups().distrust_until(now);
     pipeline_->hidden_wakeups().forget_all();
-    pending_system_.clear();
+    system_events_->clear();
     store_->clear();
     ledger_.clear(counted, misses, now);
     if (log_)
@@ -357,7 +337,8 @@ int Stream::shutdown()
     recording_.close(owned_by_this_process());
     intake_.reset();
     store_.reset();
-    pending_system_.clear();
+    if (system_events_)
+        system_events_->clear();
     int err = log_ && final_state ? log_->close(*final_state) : 0;
     log_.reset();
     slot_.release(); // another thread may still hold the object a while

@@ -38,6 +38,7 @@
 #include "stream/ring_merger.hpp"
 #include "stream/stream_event_types.hpp"
 #include "stream/stream_intake.hpp"
+#include "stream/system_event_queue.hpp"
 #include "stream/system_slots.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/library_threads.hpp"
@@ -184,7 +185,7 @@ private:
     StreamPhase phase_ = StreamPhase::Suspended;
     bool readable_signaled_ = false;
     FilterHistory filters_;
-    std::deque<SystemEvent> pending_system_;
+    std::optional<SystemEventQueue> system_events_;
     uint64_t flush_requested_ = 0;
     uint64_t flush_completed_ = 0;
     uint64_t flush_until_ns_ = 0;

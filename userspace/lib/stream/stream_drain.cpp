@@ -43,7 +43,7 @@ void Stream::drain_loop(std::stop_token stop)
 std::optional<timespec> Stream::drain_timeout_locked()
 {
     DrainSchedule::State state{merger().behind(), flush_completed_ < flush_requested_, running(),
-                               !pending_system_.empty() || merger().holding() ||
+                               !system_events_->empty() || merger().holding() ||
                                    rescan_->pending(kernel())};
     DrainSchedule::Sleep sleep = schedule_.next(state);
     if (sleep.starts_dozing)
@@ -83,7 +83,7 @@ void Stream::drain_pass_locked()
             return log_->take_chunk(chunk);
         })
                                    : RingMerger::ChunkSink()};
-    safe_ns_ = std::max(safe_ns_, merger().merge(now, pending_system_, sinks));
+    safe_ns_ = std::max(safe_ns_, merger().merge(now, system_events_->events(), sinks));
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.
     if (uint64_t older = merger().take_dropped_older())
