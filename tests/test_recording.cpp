@@ -5,13 +5,16 @@
 // process into a stream of its own.
 #include "recording_support.hpp"
 
+#include <linux/futex.h>
 #include <posix_trace/events.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <trace.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -48,6 +51,25 @@ std::vector<int> usable_cpus()
         if (CPU_ISSET(cpu, &set))
             cpus.push_back(cpu);
     return cpus;
+}
+
+// Waits while `word` holds `seen`, a millisecond at most: a wake-up lost
+// between the two players costs a millisecond, never the test. With
+// std::atomic::wait (libstdc++ 12) a player once slept here for good on a
+// turn already passed, the other waiting for it: most likely the notify
+// skipped its futex wake, as libstdc++ counts waiters apart from the futex.
+void wait_briefly_while(std::atomic<uint32_t> &word, uint32_t seen)
+{
+    static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+    timespec most{0, 1'000'000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, seen, &most,
+            nullptr, 0);
+}
+
+void wake_all_waiting_on(std::atomic<uint32_t> &word)
+{
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+            nullptr, 0);
 }
 
 bool pin_to(int cpu)
@@ -236,11 +258,11 @@ TEST_CASE("recording: events ping-ponged between two CPUs read back in emission 
                 if (now == n)
                     break;
                 if (spins > 20000)
-                    turn.wait(now, std::memory_order_acquire);
+                    wait_briefly_while(turn, now);
             }
             posix_trace_event(id, &n, sizeof n);
             turn.store(n + 1, std::memory_order_release);
-            turn.notify_all();
+            wake_all_waiting_on(turn);
         }
     };
     std::thread a(player, cpus[0], 0u), b(player, cpus[1], 1u);
