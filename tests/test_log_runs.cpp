@@ -25,6 +25,7 @@ namespace {
 // One block of a log whose blocks follow each other (APPEND, UNTIL_FULL).
 struct BlockAt {
     size_t offset;
+    uint32_t payload;           // bytes of records after its header
     uint64_t first_ns, last_ns; // smallest and largest stamp
     std::vector<size_t> events; // offsets in the log of its event records
     std::vector<size_t> watermarks;
@@ -38,6 +39,7 @@ std::vector<BlockAt> blocks_of(const std::vector<unsigned char> &log)
            format::load<uint32_t>(log.data() + at) == format::kBlockMagic) {
         uint32_t payload = format::load<uint32_t>(log.data() + at + 16);
         BlockAt block{at,
+                      payload,
                       format::load<uint64_t>(log.data() + at + 24),
                       format::load<uint64_t>(log.data() + at + 32),
                       {},
@@ -268,10 +270,9 @@ TEST_CASE("log runs: a log whose blocks overlap, damaged or hostile, is refused 
         const BlockAt &block = blocks[blocks.size() / 2];
         // Half way through its payload: a block may hold one small event,
         // which a cut at a fixed offset would leave whole.
-        uint32_t payload = format::load<uint32_t>(log.data() + block.offset + 16);
-        INFO("the cut block's payload: " << payload << " bytes");
-        REQUIRE(payload >= 2);
-        log.resize(block.offset + format::kBlockHeaderSize + payload / 2); // no trailer
+        INFO("the cut block's payload: " << block.payload << " bytes");
+        REQUIRE(block.payload >= 2);
+        log.resize(block.offset + format::kBlockHeaderSize + block.payload / 2); // no trailer
         LogRead read = read_bytes(log);
         CHECK(read.error == 0);
         check_timestamps_ordered(read.events);

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <map>

@@ -19,7 +19,6 @@ constexpr pid_t kTarget = 4194301; // no process has it: nothing reads its memor
 constexpr int64_t kRealtimeOffset = 1'000'000;
 
 struct NotingOwner final : StreamIntake::Owner {
-    StreamPhase phase() const override { return phase_now; }
     void stop_recording_while_full() override
     {
         ++stops;
@@ -54,7 +53,8 @@ struct Intake {
           user_events(
               kTarget, [](pid_t) { return uint32_t(1); }, nullptr),
           pipeline(kTarget, user_events, filters),
-          intake(store, *full_policy, pipeline, ledger, filters, kRealtimeOffset, owner)
+          intake(store, *full_policy, pipeline, ledger, filters, owner.phase_now, kRealtimeOffset,
+                 owner)
     {
         user_events.set_primary_image(1);
         owner.store = &store;

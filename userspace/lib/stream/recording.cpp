@@ -2,7 +2,6 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <cerrno>
 
@@ -10,6 +9,7 @@
 #include "sources/kernel/kernel_source.hpp"
 #include "sources/lanes/lane_source.hpp"
 #include "util/clock.hpp"
+#include "util/event_fd.hpp"
 
 namespace posixtrace {
 
@@ -149,17 +149,13 @@ void Recording::wait(const std::optional<timespec> &timeout)
 {
     epoll_event events[16];
     epoll_pwait2(epoll_.get(), events, 16, timeout ? &*timeout : nullptr, nullptr);
-    uint64_t value;
-    while (read(wakeup_.get(), &value, sizeof value) == sizeof value) {
-    }
+    lower_event_fd(wakeup_.get());
 }
 
 void Recording::wake()
 {
-    if (!wakeup_)
-        return;
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wakeup_.get(), &one, sizeof one);
+    if (wakeup_)
+        raise_event_fd(wakeup_.get());
 }
 
 // The eventfd that wakes the drain stays: a log's writer may still report

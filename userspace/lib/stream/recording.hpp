@@ -52,7 +52,6 @@ public:
     // rings may still hold that stream's records, stamped before this one.
     bool reused() const { return reused_; }
     bool has_lanes() const { return has_lanes_; }
-    bool open_done() const { return open_done_; }
 
     bool has_kernel() const { return kernel_ != nullptr; }
     KernelProgram &kernel() { return *kernel_; }

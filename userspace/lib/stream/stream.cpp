@@ -58,8 +58,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
             return recording_.has_kernel() ? recording_.kernel().image_of(pid) : PT_IMAGE_NONE;
         },
         target == getpid() ? &UserEventRegistry::instance() : nullptr);
-    event_types_ = std::make_unique<StreamEventTypes>(
-        *user_events_, [this] { return std::as_const(recording_).probes(); });
+    event_types_ = std::make_unique<StreamEventTypes>(*user_events_, recording_);
     pipeline_ = std::make_unique<RecordPipeline>(creator_pid_, *user_events_, filters_);
     rescan_ = std::make_unique<ProcessRescan>(*user_events_);
     Recording::Plan plan = recording_plan(target, attributes);
@@ -100,8 +99,8 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     // One offset for the stream's life: the conversion keeps the order (and
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
-    intake_.emplace(*store_, *full_policy_, *pipeline_, ledger_, filters_, realtime_offset_ns_,
-                    static_cast<StreamIntake::Owner &>(*this));
+    intake_.emplace(*store_, *full_policy_, *pipeline_, ledger_, filters_, phase_,
+                    realtime_offset_ns_, static_cast<StreamIntake::Owner &>(*this));
     if (log_ && recording_.has_lanes())
         take_lane_runs_locked();
     last_pass_ns_ = rings_created_after_ns;

@@ -133,7 +133,6 @@ private:
     uint64_t delivered_ns() const override;
     void stop_for_full_log() override;
     // StreamIntake::Owner, under the lock.
-    StreamPhase phase() const override;
     void stop_recording_while_full() override;
     void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
@@ -146,7 +145,6 @@ private:
     Recording::Plan recording_plan(pid_t target, const Attributes &attributes) const;
     KernelProgram &kernel() { return recording_.kernel(); }
     ProbeAttacher *probes() { return recording_.probes(); }
-    const ProbeAttacher *probes() const { return recording_.probes(); }
     RingMerger &merger() { return recording_.merger(); }
     const RingMerger &merger() const { return recording_.merger(); }
     void distrust_sleeps_locked();

@@ -13,7 +13,7 @@ std::optional<std::string> StreamEventTypes::name_of(trace_event_id_t id) const
     if (auto builtin = builtin_event_name(id))
         return std::string(*builtin);
     if (id >= POSIX_TRACE_USDT_EVENT_FIRST) {
-        const ProbeAttacher *probes = probes_();
+        const ProbeAttacher *probes = recording_.probes();
         return probes ? probes->usdt_name(id) : std::nullopt;
     }
     return user_events_.name_of(id);
@@ -26,7 +26,7 @@ std::vector<trace_event_id_t> StreamEventTypes::ids() const
     std::vector<trace_event_id_t> ids = builtin_event_ids();
     std::vector<trace_event_id_t> user = user_events_.ids();
     ids.insert(ids.end(), user.begin(), user.end());
-    const ProbeAttacher *probes = probes_();
+    const ProbeAttacher *probes = recording_.probes();
     for (size_t i = 0; probes && i < probes->usdt_type_count(); ++i)
         ids.push_back(POSIX_TRACE_USDT_EVENT_FIRST + trace_event_id_t(i));
     return ids;

@@ -1,27 +1,25 @@
 #pragma once
 #include <trace.h>
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "events/stream_user_events.hpp"
 #include "log/log_format.hpp"
-#include "usdt/probe_attacher.hpp"
+#include "stream/recording.hpp"
 
 namespace posixtrace {
 
 // The event types a stream knows: the trace system's own, the user event
 // types of the processes it traces, and one type for each PROVIDER:NAME of
-// the USDT probes it attached; with the cursor that
+// the USDT probes its recording attached; with the cursor that
 // posix_trace_get_next_event_type moves. The probes go at shutdown, and
 // their names with them.
 class StreamEventTypes {
 public:
-    using Probes = std::function<const ProbeAttacher *()>;
-    StreamEventTypes(StreamUserEvents &user_events, Probes probes)
-        : user_events_(user_events), probes_(std::move(probes))
+    StreamEventTypes(StreamUserEvents &user_events, const Recording &recording)
+        : user_events_(user_events), recording_(recording)
     {
     }
 
@@ -38,7 +36,7 @@ private:
     std::vector<trace_event_id_t> ids() const; // ascending
 
     StreamUserEvents &user_events_;
-    Probes probes_;
+    const Recording &recording_;
     std::optional<trace_event_id_t> cursor_;
 };
 

@@ -2,8 +2,6 @@
 // and what the stream carries out for its intake's full policies.
 #include "stream/stream.hpp"
 
-#include <cstring>
-
 #include "stream/stream_internal.hpp"
 
 namespace posixtrace {
@@ -45,11 +43,6 @@ void Stream::cancel_auto_restart_locked()
 }
 
 // StreamIntake::Owner, under the lock.
-StreamPhase Stream::phase() const
-{
-    return phase_;
-}
-
 void Stream::stop_recording_while_full()
 {
     set_kernel_state_locked(PT_STREAM_FULL);

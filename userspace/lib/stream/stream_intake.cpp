@@ -26,7 +26,7 @@ void StreamIntake::deliver(const pt_record &record, const uint8_t *data, Process
 void StreamIntake::store(const pt_record &record, const void *data)
 {
     size_t bytes = stored_event_size(record.data_len);
-    switch (policy_.make_room(store_, record, bytes, owner_.phase())) {
+    switch (policy_.make_room(store_, record, bytes, phase_)) {
     case FullPolicy::Decision::Store:
         break;
     case FullPolicy::Decision::FlushThenStore:

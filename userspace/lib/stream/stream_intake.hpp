@@ -21,7 +21,6 @@ class StreamIntake {
 public:
     class Owner {
     public:
-        virtual StreamPhase phase() const = 0;
         // POSIX_TRACE_UNTIL_FULL filled the stream: the kernel records no more.
         virtual void stop_recording_while_full() = 0;
         // POSIX_TRACE_FLUSH: what the stream holds goes to its log first.
@@ -33,11 +32,12 @@ public:
         ~Owner() = default;
     };
 
+    // `phase` is the stream's, read as each event is stored.
     StreamIntake(StreamStore &store, const FullPolicy &policy, RecordPipeline &pipeline,
-                 LossLedger &ledger, const FilterHistory &filters, int64_t realtime_offset_ns,
-                 Owner &owner)
+                 LossLedger &ledger, const FilterHistory &filters, const StreamPhase &phase,
+                 int64_t realtime_offset_ns, Owner &owner)
         : store_(store), policy_(policy), pipeline_(pipeline), ledger_(ledger), filters_(filters),
-          realtime_offset_ns_(realtime_offset_ns), owner_(owner)
+          phase_(phase), realtime_offset_ns_(realtime_offset_ns), owner_(owner)
     {
     }
 
@@ -66,6 +66,7 @@ private:
     RecordPipeline &pipeline_;
     LossLedger &ledger_;
     const FilterHistory &filters_;
+    const StreamPhase &phase_;
     int64_t realtime_offset_ns_;
     Owner &owner_;
 };

@@ -50,11 +50,4 @@ inline uint64_t monotonic_now()
     return clock_nanos(CLOCK_MONOTONIC);
 }
 
-inline void drain_eventfd(int fd)
-{
-    uint64_t value;
-    while (read(fd, &value, sizeof value) == sizeof value) {
-    }
-}
-
 } // namespace posixtrace::stream_detail

@@ -2,13 +2,11 @@
 #include "stream/stream.hpp"
 
 #include <poll.h>
-#include <pthread.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "stream/stream_internal.hpp"
+#include "util/event_fd.hpp"
 
 namespace posixtrace {
 using namespace stream_detail;
@@ -26,12 +24,10 @@ void Stream::update_readable_locked()
     bool available = available_locked();
     if (available == readable_signaled_)
         return;
-    if (available) {
-        uint64_t one = 1;
-        [[maybe_unused]] ssize_t n = write(readable_.get(), &one, sizeof one);
-    } else {
-        drain_eventfd(readable_.get());
-    }
+    if (available)
+        raise_event_fd(readable_.get());
+    else
+        lower_event_fd(readable_.get());
     readable_signaled_ = available;
 }
 
