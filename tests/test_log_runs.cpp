@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -91,7 +92,8 @@ struct Burst {
 };
 
 // `threads` threads emit `each` numbered events flat out into a FLUSH
-// stream of `stream_size` bytes with a log of `log_policy`.
+// stream of `stream_size` bytes with a log of `log_policy`, the drain held
+// until they are done (the lanes hold 32 MiB at least).
 Burst burst_into_log(int log_policy, int threads, int each, size_t stream_size,
                      trace_event_id_t &id)
 {
@@ -104,12 +106,26 @@ Burst burst_into_log(int log_policy, int threads, int each, size_t stream_size,
     StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
     id = user_event("runs.numbered");
     REQUIRE(posix_trace_start(stream.get()) == 0);
+    std::atomic<bool> go{false};
+    std::atomic<int> done{0};
     std::vector<std::thread> emitters;
     for (int t = 0; t < threads; ++t)
-        emitters.emplace_back([=] {
+        emitters.emplace_back([=, &go, &done] {
+            while (!go.load())
+                std::this_thread::yield();
             for (int i = 0; i < each; ++i)
                 emit_numbered(id, t, i);
+            done.fetch_add(1);
         });
+    {
+        // The drain waits until the burst is over, so that it finds whole
+        // chunks to hand over as runs however fast it would have read them
+        // one by one. The caller spins: blocked, it would let the drain run.
+        DrainStarved starved;
+        go = true;
+        while (done.load() < threads) {
+        }
+    }
     for (auto &emitter : emitters)
         emitter.join();
     REQUIRE(posix_trace_stop(stream.get()) == 0);

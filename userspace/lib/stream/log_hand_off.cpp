@@ -1,15 +1,25 @@
 #include "stream/log_hand_off.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/clock.hpp"
 
 namespace posixtrace {
 
-LogHandOff::LogHandOff(std::unique_ptr<log::LogWriter> log, StreamStore &store, LossLedger &ledger,
-                       const FullPolicy &full_policy, Owner &owner)
-    : store_(store), ledger_(ledger), full_policy_(full_policy), owner_(owner), log_(std::move(log))
+LogHandOff::LogHandOff(std::unique_ptr<log::LogWriter> log, const Parts &parts, Owner &owner)
+    : parts_(parts), store_(parts.store), ledger_(parts.ledger), owner_(owner), log_(std::move(log))
 {
+}
+
+// Every event the stream hands over later is stamped no earlier than what
+// was delivered, nor than the merge's safe point: a record is delivered
+// past it, a run was not read when it passed, a system event is queued
+// there at the earliest. Realtime.
+uint64_t LogHandOff::handed_over_before_ns() const
+{
+    return uint64_t(int64_t(std::max(parts_.merger.last_delivered_ns(), parts_.drain.safe_ns())) +
+                    parts_.realtime_offset_ns);
 }
 
 void LogHandOff::take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge)
@@ -30,8 +40,8 @@ bool LogHandOff::move_all()
         drop_for_failed_log();
         return false;
     }
-    auto name_of = [this](uint32_t id) { return owner_.name_for_log(id); };
-    uint64_t later_ns = owner_.handed_over_before_ns();
+    auto name_of = [this](uint32_t id) { return parts_.event_types.name_of(id); };
+    uint64_t later_ns = handed_over_before_ns();
     pt_record report;
     posix_trace_overflow_data loss;
     auto append = [&](const pt_record &record, const void *data) {
@@ -40,7 +50,7 @@ bool LogHandOff::move_all()
         if (log_->append(record, data, name_of) == log::LogWriter::Appended::filled_it)
             close_full_log(record.timestamp_ns);
     };
-    while (owner_.take_loss_report(report, loss))
+    while (parts_.reader.take_loss_report(report, loss))
         append(report, &loss);
     while (!store_.empty()) {
         const pt_record &record = store_.front();
@@ -50,7 +60,7 @@ bool LogHandOff::move_all()
     if (runs_)
         runs_->hand_over_before(UINT64_MAX, later_ns);
     store_.forget_beside();
-    full_policy_.after_flush(store_);
+    parts_.full_policy.after_flush(store_);
     flushes_.push_back(log_->submit(later_ns));
     return true;
 }
@@ -63,7 +73,7 @@ bool LogHandOff::flush(uint64_t start_ns)
 {
     if (!move_all())
         return false;
-    owner_.queue_system_event(POSIX_TRACE_FLUSH_START, start_ns, nullptr, 0);
+    parts_.drain.queue_system_event(POSIX_TRACE_FLUSH_START, start_ns, nullptr, 0);
     return true;
 }
 
@@ -75,7 +85,7 @@ std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
     size_t bytes = size_t(chunk.to - chunk.from);
     if (!store_.fits_beside(bytes) ||
         runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
-        flush(owner_.delivered_ns());
+        flush(parts_.merger.last_delivered_ns());
         if (!store_.fits_beside(bytes))
             return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
     }
@@ -112,8 +122,8 @@ void LogHandOff::account_failure()
         return;
     error_reported_ = true;
     posix_trace_error_data error{err};
-    owner_.queue_system_event(POSIX_TRACE_ERROR, clock_nanos(CLOCK_MONOTONIC), &error,
-                              sizeof error);
+    parts_.drain.queue_system_event(POSIX_TRACE_ERROR, clock_nanos(CLOCK_MONOTONIC), &error,
+                                    sizeof error);
 }
 
 // A flush into a failed log: every event it would hand over is lost, and
@@ -124,7 +134,7 @@ void LogHandOff::drop_for_failed_log()
     uint64_t dropped = 0;
     pt_record report;
     posix_trace_overflow_data loss;
-    while (owner_.take_loss_report(report, loss))
+    while (parts_.reader.take_loss_report(report, loss))
         ++dropped;
     pt_record error_record{};
     std::optional<posix_trace_error_data> error;
@@ -146,7 +156,7 @@ void LogHandOff::drop_for_failed_log()
     store_.forget_beside();
     ledger_.take_back_recorded(dropped);
     ledger_.count_stream_loss(StreamLoss::Unwritten, dropped);
-    full_policy_.after_flush(store_);
+    parts_.full_policy.after_flush(store_);
 }
 
 // Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
@@ -157,7 +167,7 @@ void LogHandOff::close_full_log(uint64_t timestamp_ns)
 {
     posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
     if (log_->append_closing_stop(
-            owner_.system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause))
+            parts_.system_events.record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause))
         ledger_.count_recorded(); // an event of the stream's, as any other in the log
     owner_.stop_for_full_log();
 }
@@ -167,7 +177,8 @@ void LogHandOff::note_flushes_done()
     account_failure();
     while (!flushes_.empty() && log_->done(flushes_.front())) {
         flushes_.pop_front();
-        owner_.queue_system_event(POSIX_TRACE_FLUSH_STOP, clock_nanos(CLOCK_MONOTONIC), nullptr, 0);
+        parts_.drain.queue_system_event(POSIX_TRACE_FLUSH_STOP, clock_nanos(CLOCK_MONOTONIC),
+                                        nullptr, 0);
     }
 }
 
@@ -194,6 +205,22 @@ void LogHandOff::clear()
         flushes_.clear();
         error_reported_ = false; // the failed write went with the blocks
     }
+}
+
+log::FinalState LogHandOff::final_state() const
+{
+    log::FinalState state{};
+    state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
+    state.status.posix_stream_full_status = store_.full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_overrun_status =
+        ledger_.overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
+    state.recorded = ledger_.counters().recorded;
+    state.lost_in_kernel = ledger_.counters().lost_in_kernel;
+    state.lost_in_stream = ledger_.counters().lost_in_stream;
+    state.types = parts_.event_types.named();
+    return state;
 }
 
 } // namespace posixtrace

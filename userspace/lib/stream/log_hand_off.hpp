@@ -13,6 +13,10 @@
 #include "store/stream_store.hpp"
 #include "stream/lane_runs.hpp"
 #include "stream/ring_merger.hpp"
+#include "stream/store_reader.hpp"
+#include "stream/stream_drain.hpp"
+#include "stream/stream_event_types.hpp"
+#include "stream/system_event_queue.hpp"
 
 namespace posixtrace {
 
@@ -25,21 +29,21 @@ namespace posixtrace {
 // the stream's lock; the log's writing thread never takes it.
 class LogHandOff {
 public:
-    // What it needs of its stream, under the stream's lock.
+    // The stream's parts it works with.
+    struct Parts {
+        StreamStore &store;
+        LossLedger &ledger;
+        const FullPolicy &full_policy;
+        StoreReader &reader; // the overwrite reports
+        const StreamEventTypes &event_types;
+        StreamDrain &drain; // system events, and the merge's safe point
+        const RingMerger &merger;
+        const SystemEventQueue &system_events;
+        int64_t realtime_offset_ns; // realtime - monotonic, the stream's
+    };
+    // What it asks of its stream, under the stream's lock.
     class Owner {
     public:
-        // The store's next overwrite report, counted recorded; false if none.
-        virtual bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss) = 0;
-        virtual std::optional<std::string> name_for_log(uint32_t id) const = 0;
-        virtual pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns,
-                                        size_t size) const = 0;
-        virtual void queue_system_event(trace_event_id_t id, uint64_t monotonic_ns,
-                                        const void *data, size_t size) = 0;
-        // A time (realtime) no event the stream hands over later is stamped
-        // before: what the merge delivered, and its safe point.
-        virtual uint64_t handed_over_before_ns() const = 0;
-        // CLOCK_MONOTONIC: what the merge delivered last.
-        virtual uint64_t delivered_ns() const = 0;
         // The log filled under its UNTIL_FULL policy: the stream stops.
         virtual void stop_for_full_log() = 0;
 
@@ -47,8 +51,7 @@ public:
         ~Owner() = default;
     };
 
-    LogHandOff(std::unique_ptr<log::LogWriter> log, StreamStore &store, LossLedger &ledger,
-               const FullPolicy &full_policy, Owner &owner);
+    LogHandOff(std::unique_ptr<log::LogWriter> log, const Parts &parts, Owner &owner);
     LogHandOff(const LogHandOff &) = delete;
     LogHandOff &operator=(const LogHandOff &) = delete;
 
@@ -82,16 +85,20 @@ public:
     void report_status(posix_trace_status_info &status);
     // posix_trace_clear: the runs held go, and the log starts again.
     void clear();
+    // What the log's trailer says of the stream, once it is stopped and
+    // everything went to the log.
+    log::FinalState final_state() const;
     // Waits for every block, writes the trailer; the first write error.
     int close(const log::FinalState &state) { return log_->close(state); }
 
 private:
     void close_full_log(uint64_t timestamp_ns);
     void drop_for_failed_log();
+    uint64_t handed_over_before_ns() const;
 
+    Parts parts_;
     StreamStore &store_;
     LossLedger &ledger_;
-    const FullPolicy &full_policy_;
     Owner &owner_;
     // Before the log: its writing thread may write from a run's memory
     // until the log is gone.

@@ -40,6 +40,9 @@ public:
         size_t loop_kept_bytes = 0;
     };
 
+    // What a stream of `target` with `attributes` records, and how.
+    static Plan plan_for(pid_t target, const Attributes &attributes);
+
     Recording() = default;
     Recording(const Recording &) = delete;
     Recording &operator=(const Recording &) = delete;

@@ -2,7 +2,6 @@
 // shutdown).
 #include "stream/stream.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,27 +9,10 @@
 #include <utility>
 
 #include "events/event_set.hpp"
-#include "stream/stream_internal.hpp"
-#include "util/own_objects.hpp"
+#include "util/clock.hpp"
 #include "util/process_id.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
-
-namespace {
-
-// The process's own user events go through its lanes when the stream traces
-// the calling process alone (the uprobe stays for its children otherwise) and
-// no other stream holds them. POSIXTRACE_USER_EVENTS=kernel keeps the uprobe:
-// the test suites run both paths.
-bool takes_lanes(pid_t target, const Attributes &attributes)
-{
-    const char *path = getenv("POSIXTRACE_USER_EVENTS");
-    return target == getpid() && attributes.inheritance != POSIX_TRACE_INHERITED &&
-           !(path && std::string_view(path) == "kernel");
-}
-
-} // namespace
 
 int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
                    int log_fd)
@@ -61,7 +43,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     event_types_ = std::make_unique<StreamEventTypes>(*user_events_, recording_);
     pipeline_ = std::make_unique<RecordPipeline>(creator_pid_, *user_events_, filters_);
     rescan_ = std::make_unique<ProcessRescan>(*user_events_);
-    Recording::Plan plan = recording_plan(target, attributes);
+    Recording::Plan plan = Recording::plan_for(target, attributes);
     // A FLUSH stream of its own process hands its lanes' chunks to its log whole.
     size_t run_bytes = plan.lanes_wanted && attributes.stream_full_policy == POSIX_TRACE_FLUSH
                            ? LaneRuns::kRunBytesAtLeast
@@ -89,46 +71,51 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     if (!store_->valid())
         return ENOMEM;
     full_policy_ = FullPolicy::make(attributes.stream_full_policy);
-    if (log_writer)
-        log_ = std::make_unique<LogHandOff>(std::move(log_writer), *store_, ledger_, *full_policy_,
-                                            static_cast<LogHandOff::Owner &>(*this));
-    readable_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!readable_)
-        return errno;
-
     // One offset for the stream's life: the conversion keeps the order (and
     // the intervals) of the kernel's monotonic stamps exactly.
     realtime_offset_ns_ = realtime_minus_monotonic();
+    reader_.emplace(*store_, ledger_, filters_, *system_events_);
+    if (!reader_->valid())
+        return errno;
     intake_.emplace(*store_, *full_policy_, *pipeline_, ledger_, filters_, phase_,
                     realtime_offset_ns_, static_cast<StreamIntake::Owner &>(*this));
-    if (log_ && recording_.has_lanes())
-        take_lane_runs_locked();
-    last_pass_ns_ = rings_created_after_ns;
-    loss_reports_.emplace(ledger_, rings_created_after_ns);
-    drain_ =
+    drain_.emplace(StreamDrain::Parts{recording_, *pipeline_, *rescan_, *intake_, *store_, ledger_,
+                                      *system_events_, filters_, phase_, nullptr},
+                   rings_created_after_ns);
+    if (log_writer) {
+        LogHandOff::Parts parts{*store_,  ledger_,         *full_policy_,
+                                *reader_, *event_types_,   *drain_,
+                                merger(), *system_events_, realtime_offset_ns_};
+        log_ = std::make_unique<LogHandOff>(std::move(log_writer), parts,
+                                            static_cast<LogHandOff::Owner &>(*this));
+        drain_->hand_runs_to(log_.get());
+        if (recording_.has_lanes())
+            take_lane_runs_locked();
+    }
+    drain_thread_ =
         LibraryThreads::start("posixtrace-drn", [this](std::stop_token stop) { drain_loop(stop); });
     return 0;
 }
 
-// What the stream records, and how. The lanes hold what the stream may,
-// and under POSIX_TRACE_LOOP make room as the stream does, by their oldest
-// records: a lane need not hold more than the stream keeps (its records
-// take as many bytes there).
-Recording::Plan Stream::recording_plan(pid_t target, const Attributes &attributes) const
+// The drain thread: a pass whenever the schedule or a source says so, the
+// readers told after each.
+void Stream::drain_loop(std::stop_token stop)
 {
-    Recording::Plan plan;
-    plan.target = target;
-    if (target == getpid())
-        plan.binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
-    else if ((plan.binary_file = user_event_object_of(target)))
-        plan.binary = plan.binary_file->path();
-    plan.config = {ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size)};
-    plan.inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
-    plan.lanes_wanted = takes_lanes(target, attributes);
-    plan.lane_budget = lane_budget_for(attributes.stream_size);
-    plan.loop_kept_bytes =
-        attributes.stream_full_policy == POSIX_TRACE_LOOP ? attributes.stream_size : 0;
-    return plan;
+    while (!stop.stop_requested()) {
+        std::optional<timespec> timeout;
+        {
+            std::lock_guard lock(mutex_);
+            timeout = drain_->timeout();
+        }
+        recording_.wait(timeout);
+        if (stop.stop_requested())
+            break;
+        std::lock_guard lock(mutex_);
+        if (log_)
+            log_->note_flushes_done();
+        drain_->pass();
+        update_readable_locked();
+    }
 }
 
 int Stream::open_log(int log_fd, size_t run_bytes_wanted, std::unique_ptr<log::LogWriter> &out)
@@ -166,51 +153,16 @@ bool Stream::owned_by_this_process() const
 
 // ---- control -------------------------------------------------------------
 
-bool Stream::filtered_locked(trace_event_id_t id) const
-{
-    return filters_.filters(id);
-}
-
 pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const
 {
     return system_events_->record(id, timestamp_ns, size);
 }
 
-// Never before the merge's safe point: what was stamped before it is
-// delivered already.
-void Stream::queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
-                                       size_t size)
-{
-    system_events_->queue(id, timestamp_ns, safe_ns_, data, size);
-}
-
-void Stream::queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns)
-{
-    queue_loss_window_locked({loss, timestamp_ns, timestamp_ns});
-}
-
-void Stream::queue_loss_window_locked(const LossWindow &window)
-{
-    distrust_sleeps_locked(); // the lost events may include wakeups
-    system_events_->queue_loss(window, safe_ns_);
-}
-
-// A change of state opens a gap in what is recorded: a sleep seen before it
-// says nothing of the wakeups after it (see HiddenWakeups).
 void Stream::set_kernel_state_locked(pt_stream_state state)
 {
     recording_.set_state(state);
-    distrust_sleeps_locked();
-    if (state != PT_STREAM_SUSPENDED)
-        suspended_ns_ = 0;
-    else if (!suspended_ns_)
-        suspended_ns_ = monotonic_now();
-}
-
-void Stream::distrust_sleeps_locked()
-{
-    if (pipeline_)
-        pipeline_->hidden_wakeups().distrust_until(monotonic_now());
+    if (drain_)
+        drain_->note_recording_state(state, monotonic_now());
 }
 
 // The drain thread sleeps without a timeout while the stream is suspended:
@@ -224,10 +176,7 @@ void Stream::resume_running_locked()
 
 void Stream::flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns)
 {
-    flush_until_ns_ = std::max(flush_until_ns_, until_ns);
-    uint64_t ticket = ++flush_requested_;
-    recording_.wake();
-    flushed_.wait(lock, [&] { return flush_completed_ >= ticket || shut_down(); });
+    drain_->flush(lock, until_ns, [this] { return shut_down(); });
 }
 
 int Stream::start()
@@ -239,9 +188,9 @@ int Stream::start()
         return 0; // POSIX: no event, no change
     uint64_t now = monotonic_now();
     if (LossReport refused = store_->take_refused(); refused.any())
-        queue_loss_events_locked(refused, now);
-    queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
-    started_ns_ = now;
+        drain_->queue_loss(refused, now);
+    drain_->queue_system_event(POSIX_TRACE_START, now, nullptr, 0);
+    drain_->note_started(now);
     resume_running_locked();
     return 0;
 }
@@ -270,7 +219,7 @@ void Stream::stop_locked(std::unique_lock<TrackedMutex> &lock)
     phase_ = StreamPhase::Suspended;
     uint64_t now = monotonic_now();
     posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
-    queue_system_event_locked(POSIX_TRACE_STOP, now, &cause, sizeof cause);
+    drain_->queue_system_event(POSIX_TRACE_STOP, now, &cause, sizeof cause);
     flush_locked(lock, now);
 }
 
@@ -285,7 +234,7 @@ int Stream::clear()
     // after it is discarded.
     SourceLosses counted = recording_.losses();
     uint64_t misses = recording_.kernel().recursion_misses_total();
-    discard_recorded_locked();
+    drain_->discard_recorded();
     uint64_t now = monotonic_now();
     pipeline_->cut_offs().clear_before(now);
     pipeline_->hidden_wakeups().distrust_until(now);
@@ -308,7 +257,7 @@ int Stream::shutdown()
         std::unique_lock lock(mutex_);
         if (shut_down())
             return 0;
-        if (log_ && drain_.joinable()) { // as posix_trace_stop, then a last flush
+        if (log_ && drain_thread_.joinable()) { // as posix_trace_stop, then a last flush
             // Earlier flushes end first, so that their flush-stop events
             // precede the stop event and reach the log (close() would wait
             // for their blocks anyway).
@@ -319,18 +268,19 @@ int Stream::shutdown()
             if (!was_running)
                 flush_locked(lock, monotonic_now());
             log_->move_all();
-            final_state = final_state_locked();
+            final_state = log_->final_state();
         }
         if (recording_.has_kernel())
             set_kernel_state_locked(PT_STREAM_SUSPENDED);
         phase_ = StreamPhase::ShutDown;
         update_readable_locked();
     }
-    flushed_.notify_all();
-    if (drain_.joinable()) {
-        drain_.request_stop();
+    if (drain_)
+        drain_->wake_flushes();
+    if (drain_thread_.joinable()) {
+        drain_thread_.request_stop();
         recording_.wake();
-        drain_.join();
+        drain_thread_.join();
     }
     std::lock_guard lock(mutex_);
     recording_.close(owned_by_this_process());

@@ -2,18 +2,12 @@
 #include <posix_trace/events.h>
 #include <trace.h>
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "attributes/attributes.hpp"
@@ -27,15 +21,14 @@
 #include "stages/filter_history.hpp"
 #include "stages/record_pipeline.hpp"
 #include "store/loss_ledger.hpp"
-#include "store/loss_placement.hpp"
-#include "store/loss_reports.hpp"
 #include "store/stream_store.hpp"
-#include "stream/drain_schedule.hpp"
 #include "stream/lane_runs.hpp"
 #include "stream/log_hand_off.hpp"
 #include "stream/process_rescan.hpp"
 #include "stream/recording.hpp"
 #include "stream/ring_merger.hpp"
+#include "stream/store_reader.hpp"
+#include "stream/stream_drain.hpp"
 #include "stream/stream_event_types.hpp"
 #include "stream/stream_intake.hpp"
 #include "stream/system_event_queue.hpp"
@@ -47,9 +40,10 @@
 
 namespace posixtrace {
 
-// An active trace stream: the kernel program recording into per-CPU rings,
-// a drain thread merging the rings in timestamp order into the EventBuffer
-// (applying the full policy), and the readers' side of getnext.
+// A trace stream, the façade of <trace.h>'s calls over its parts: its
+// recording (Recording), the drain thread's passes from there into the
+// stream or its log (StreamDrain), the store and its full policy, the
+// losses' ledger, and the readers' side of getnext. One lock guards them.
 class Stream final : public ReadableTrace, private LogHandOff::Owner, private StreamIntake::Owner {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
@@ -123,47 +117,26 @@ private:
     void take_lane_runs_locked();
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
-    log::FinalState final_state_locked();
     // LogHandOff::Owner, under the lock.
-    bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss) override;
-    std::optional<std::string> name_for_log(uint32_t id) const override;
-    void queue_system_event(trace_event_id_t id, uint64_t monotonic_ns, const void *data,
-                            size_t size) override;
-    uint64_t handed_over_before_ns() const override;
-    uint64_t delivered_ns() const override;
     void stop_for_full_log() override;
     // StreamIntake::Owner, under the lock.
     void stop_recording_while_full() override;
     void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
-    std::optional<timespec> drain_timeout_locked();
-    void drain_pass_locked();
-    void overwrite_before_taken_back_locked();
-    void account_refusals_locked(uint64_t now_ns, uint64_t refused);
-    LossPlacement loss_placement_locked() const;
     void set_kernel_state_locked(pt_stream_state state);
-    Recording::Plan recording_plan(pid_t target, const Attributes &attributes) const;
     KernelProgram &kernel() { return recording_.kernel(); }
     ProbeAttacher *probes() { return recording_.probes(); }
     RingMerger &merger() { return recording_.merger(); }
     const RingMerger &merger() const { return recording_.merger(); }
-    void distrust_sleeps_locked();
-    uint64_t discard_recorded_locked();
     int select_thread_event_programs_locked();
     void auto_restart_locked();
     void cancel_auto_restart_locked();
-    void queue_system_event_locked(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
-                                   size_t size);
+    void count_refused_recorded_locked(uint64_t now_ns);
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override;
-    void queue_loss_events_locked(const LossReport &loss, uint64_t timestamp_ns);
-    void queue_loss_window_locked(const LossWindow &window);
     void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
     void resume_running_locked();
-    bool available_locked() const;
     void update_readable_locked();
-    bool take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss);
     int read_locked(const EventDestination &to);
-    bool filtered_locked(trace_event_id_t id) const;
 
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
@@ -174,25 +147,14 @@ private:
     std::unique_ptr<FullPolicy> full_policy_;
     std::optional<StreamIntake> intake_; // into store_, once the stream is set up
     LossLedger ledger_;
-    std::optional<LossReports> loss_reports_; // from the rings' creation on
-    UniqueFd readable_;                       // eventfd, readable while available_locked()
-    LibraryThreads::Thread drain_;
+    std::optional<StreamDrain> drain_;  // once the stream is set up
+    std::optional<StoreReader> reader_; // into the store, once there is one
+    LibraryThreads::Thread drain_thread_;
 
     mutable TrackedMutex mutex_;
-    std::condition_variable_any flushed_;
     StreamPhase phase_ = StreamPhase::Suspended;
-    bool readable_signaled_ = false;
     FilterHistory filters_;
     std::optional<SystemEventQueue> system_events_;
-    uint64_t flush_requested_ = 0;
-    uint64_t flush_completed_ = 0;
-    uint64_t flush_until_ns_ = 0;
-    uint64_t safe_ns_ = 0;      // monotonic; everything older is delivered
-    uint64_t last_pass_ns_ = 0; // monotonic; when the latest drain pass began
-    uint64_t started_ns_ = 0;   // monotonic; the latest posix_trace_start's stamp
-    uint64_t suspended_ns_ = 0; // monotonic; when the kernel side stopped recording (0: it records)
-    uint64_t passes_ = 0;
-    DrainSchedule schedule_;
     int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
     std::unique_ptr<StreamUserEvents> user_events_;
     std::unique_ptr<StreamEventTypes> event_types_;

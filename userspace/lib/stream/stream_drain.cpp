@@ -1,102 +1,92 @@
-// Stream: the drain thread. It merges the rings and the system events, reports
-// what the kernel lost, follows the traced processes, and delivers.
-#include "stream/stream.hpp"
+#include "stream/stream_drain.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <utility>
 
-#include "stream/stream_internal.hpp"
+#include "stream/log_hand_off.hpp"
+#include "util/clock.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
-
-// ---- recording: drain thread ---------------------------------------------
-
-void Stream::drain_loop(std::stop_token stop)
-{
-    while (!stop.stop_requested()) {
-        std::optional<timespec> timeout;
-        {
-            std::lock_guard lock(mutex_);
-            timeout = drain_timeout_locked();
-        }
-        recording_.wait(timeout);
-        if (stop.stop_requested())
-            break;
-
-        std::lock_guard lock(mutex_);
-        if (log_)
-            log_->note_flushes_done();
-        uint64_t ticket = flush_requested_;
-        drain_pass_locked();
-        // A flush is done once nothing stamped before its time can come.
-        if (flush_completed_ < ticket && safe_ns_ > flush_until_ns_) {
-            flush_completed_ = ticket;
-            flushed_.notify_all();
-        }
-    }
-}
 
 // A flush waits until the merge's safe point passes its time: by the clock
 // margin, or until a record still being written is committed.
-std::optional<timespec> Stream::drain_timeout_locked()
+std::optional<timespec> StreamDrain::timeout()
 {
-    DrainSchedule::State state{merger().behind(), flush_completed_ < flush_requested_, running(),
-                               !system_events_->empty() || merger().holding() ||
-                                   rescan_->pending(kernel())};
+    DrainSchedule::State state{
+        merger().behind(), flush_waiting(), parts_.phase == StreamPhase::Running,
+        !parts_.system_events.empty() || merger().holding() ||
+            (parts_.recording.has_kernel() && parts_.rescan.pending(parts_.recording.kernel()))};
     DrainSchedule::Sleep sleep = schedule_.next(state);
     if (sleep.starts_dozing)
-        recording_.doze();
+        parts_.recording.doze();
     if (!sleep.ns)
         return std::nullopt;
     return to_timespec(*sleep.ns);
 }
 
-void Stream::drain_pass_locked()
+void StreamDrain::pass()
 {
+    uint64_t ticket = flush_requested_;
     uint64_t now = monotonic_now();
-    recording_.look_after_sources(now, [this](const RingMerger::GivenUp &given_up) {
-        if (auto window = loss_reports_->given_up(given_up, loss_placement_locked()))
-            queue_loss_window_locked(*window);
+    parts_.recording.look_after_sources(now, [this](const RingMerger::GivenUp &given_up) {
+        if (auto window = loss_reports_.given_up(given_up, loss_placement()))
+            queue_loss_window(*window);
     });
-    pipeline_->refresh();
+    parts_.pipeline.refresh();
     if (probes())
-        rescan_->look(now, kernel(), *probes());
+        parts_.rescan.look(now, parts_.recording.kernel(), *parts_.recording.probes());
+    read_losses(now);
+    merge(now);
+    last_pass_ns_ = now;
+    ++passes_;
+    schedule_.pass_done(merger().found_new());
+    if (uint64_t owed = parts_.ledger.take_owed())
+        queue_loss({0, owed, 0}, merger().last_delivered_ns());
+    // A flush is done once nothing stamped before its time can come.
+    if (flush_completed_ < ticket && safe_ns_ > flush_until_ns_) {
+        flush_completed_ = ticket;
+        flushed_.notify_all();
+    }
+}
+
+// The sources' counts are read once a pass, for both the losses and the
+// refusals.
+void StreamDrain::read_losses(uint64_t now_ns)
+{
     uint64_t counts_read_ns = monotonic_now();
-    SourceLosses counted = recording_.losses(); // once a pass, for both
+    SourceLosses counted = parts_.recording.losses();
     LossReports::Pass pass{passes_,
                            flush_requested_,
                            last_pass_ns_,
                            suspended_ns_,
                            merger().taken_back_after_ns(),
-                           loss_placement_locked()};
-    for (const LossWindow &window : loss_reports_->look(
-             counted, counts_read_ns, [this] { return kernel().recursion_misses_total(); }, pass))
-        queue_loss_window_locked(window);
-    account_refusals_locked(now, counted.refused_while_full);
+                           loss_placement()};
+    KernelProgram &kernel = parts_.recording.kernel();
+    for (const LossWindow &window : loss_reports_.look(
+             counted, counts_read_ns, [&kernel] { return kernel.recursion_misses_total(); }, pass))
+        queue_loss_window(window);
+    account_refusals(now_ns, counted.refused_while_full);
+}
+
+void StreamDrain::merge(uint64_t now_ns)
+{
+    StreamIntake &intake = parts_.intake;
     RingMerger::Sinks sinks{
-        [this](const pt_record &record) { intake_->deliver(record, record.data, probes()); },
-        [this](SystemEvent &&event) { intake_->store(event.header, event.data.data()); },
-        [this](const pt_record &record) { intake_->drop_late(record, probes()); },
-        log_ && log_->takes_runs() ? RingMerger::ChunkSink([this](const RingMerger::Chunk &chunk) {
-            return log_->take_chunk(chunk);
-        })
-                                   : RingMerger::ChunkSink()};
-    safe_ns_ = std::max(safe_ns_, merger().merge(now, system_events_->events(), sinks));
+        [this, &intake](const pt_record &record) { intake.deliver(record, record.data, probes()); },
+        [&intake](SystemEvent &&event) { intake.store(event.header, event.data.data()); },
+        [this, &intake](const pt_record &record) { intake.drop_late(record, probes()); },
+        parts_.log && parts_.log->takes_runs()
+            ? RingMerger::ChunkSink([log = parts_.log](const RingMerger::Chunk &chunk) {
+                  return log->take_chunk(chunk);
+              })
+            : RingMerger::ChunkSink()};
+    safe_ns_ = std::max(safe_ns_, merger().merge(now_ns, parts_.system_events.events(), sinks));
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.
     if (uint64_t older = merger().take_dropped_older())
-        intake_->note_loss(StreamLoss::Overwritten, older);
-    overwrite_before_taken_back_locked();
-    filters_.forget_before(merger().last_delivered_ns());
-    rescan_->delivered_before(safe_ns_);
-    last_pass_ns_ = now;
-    ++passes_;
-    schedule_.pass_done(merger().found_new());
-    if (uint64_t owed = ledger_.take_owed())
-        queue_loss_events_locked({0, owed, 0}, merger().last_delivered_ns());
-    update_readable_locked();
+        intake.note_loss(StreamLoss::Overwritten, older);
+    overwrite_before_taken_back();
+    parts_.filters.forget_before(merger().last_delivered_ns());
+    parts_.rescan.delivered_before(safe_ns_);
 }
 
 // Once the merge has seen a lane take records back, the stream's events
@@ -105,20 +95,48 @@ void Stream::drain_pass_locked()
 // count is read: the two come in either order, and a count read first
 // (when the drain is held back, all of a burst's) would leave the events
 // the stream held from before the take-back in place, ahead of a gap.
-void Stream::overwrite_before_taken_back_locked()
+void StreamDrain::overwrite_before_taken_back()
 {
     if (!merger().took_back())
         return;
-    intake_->overwrite_before(merger().taken_back_after_ns());
+    parts_.intake.overwrite_before(merger().taken_back_after_ns());
     merger().forget_taken_back();
 }
 
 // Without the latest start as a floor, a stream whose first pass after its
 // start came once a burst had filled a ring reported the loss before its
 // start event, at the last look taken while it was suspended.
-LossPlacement Stream::loss_placement_locked() const
+LossPlacement StreamDrain::loss_placement()
 {
     return LossPlacement(RingMerger::kClockMarginNs, merger().last_delivered_ns(), started_ns_);
+}
+
+void StreamDrain::flush(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns,
+                        const std::function<bool()> &abandoned)
+{
+    flush_until_ns_ = std::max(flush_until_ns_, until_ns);
+    uint64_t ticket = ++flush_requested_;
+    parts_.recording.wake();
+    flushed_.wait(lock, [&] { return flush_completed_ >= ticket || abandoned(); });
+}
+
+// Never before the merge's safe point: what was stamped before it is
+// delivered already.
+void StreamDrain::queue_system_event(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
+                                     size_t size)
+{
+    parts_.system_events.queue(id, timestamp_ns, safe_ns_, data, size);
+}
+
+void StreamDrain::queue_loss(const LossReport &loss, uint64_t timestamp_ns)
+{
+    queue_loss_window({loss, timestamp_ns, timestamp_ns});
+}
+
+void StreamDrain::queue_loss_window(const LossWindow &window)
+{
+    distrust_sleeps(); // the lost events may include wakeups
+    parts_.system_events.queue_loss(window, safe_ns_);
 }
 
 // What POSIX_TRACE_UNTIL_FULL refused in the kernel is taken as the kernel
@@ -126,25 +144,37 @@ LossPlacement Stream::loss_placement_locked() const
 // a restart is not missed. While the stream is full, refusals join the report
 // its restart makes; otherwise they are reported like the kernel's losses, at
 // the time of the previous reading (they happened after it).
-void Stream::account_refusals_locked(uint64_t now_ns, uint64_t refused)
+void StreamDrain::account_refusals(uint64_t now_ns, uint64_t refused)
 {
-    auto fresh = loss_reports_->refusals(refused, now_ns, loss_placement_locked());
+    auto fresh = loss_reports_.refusals(refused, now_ns, loss_placement());
     if (!fresh)
         return;
-    if (phase_ == StreamPhase::StoppedFull)
-        store_->add_refused(fresh->events);
+    if (parts_.phase == StreamPhase::StoppedFull)
+        parts_.store.add_refused(fresh->events);
     else
-        queue_loss_window_locked({{0, fresh->events, 0}, fresh->report_ns, monotonic_now()});
+        queue_loss_window({{0, fresh->events, 0}, fresh->report_ns, monotonic_now()});
 }
 
-// Drops what the kernel recorded and the merge has not delivered; returns
-// how many events that was.
-uint64_t Stream::discard_recorded_locked()
+uint64_t StreamDrain::discard_recorded()
 {
     uint64_t events = 0;
     merger().discard_all(
-        [&](const pt_record &record) { events += pipeline_->drop(record, probes()); });
+        [&](const pt_record &record) { events += parts_.pipeline.drop(record, probes()); });
     return events;
+}
+
+void StreamDrain::note_recording_state(pt_stream_state state, uint64_t monotonic_ns)
+{
+    distrust_sleeps();
+    if (state != PT_STREAM_SUSPENDED)
+        suspended_ns_ = 0;
+    else if (!suspended_ns_)
+        suspended_ns_ = monotonic_ns;
+}
+
+void StreamDrain::distrust_sleeps()
+{
+    parts_.pipeline.hidden_wakeups().distrust_until(monotonic_now());
 }
 
 } // namespace posixtrace

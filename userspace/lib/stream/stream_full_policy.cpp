@@ -2,10 +2,9 @@
 // and what the stream carries out for its intake's full policies.
 #include "stream/stream.hpp"
 
-#include "stream/stream_internal.hpp"
+#include "util/clock.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
 
 // POSIX_TRACE_UNTIL_FULL: once the reader has emptied a full stream it runs
 // again, reporting first what it refused while full, then a start event.
@@ -14,14 +13,11 @@ using namespace stream_detail;
 void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, recording_.refused_while_full());
-    uint64_t lost = discard_recorded_locked(); // recorded before the kernel saw the stop
-    store_->add_refused(lost);
-    ledger_.count_stream_loss(StreamLoss::Refused, lost);
+    count_refused_recorded_locked(now);
     store_->set_full(false);
     if (LossReport refused = store_->take_refused(); refused.any())
-        queue_loss_events_locked(refused, now);
-    queue_system_event_locked(POSIX_TRACE_START, now, nullptr, 0);
+        drain_->queue_loss(refused, now);
+    drain_->queue_system_event(POSIX_TRACE_START, now, nullptr, 0);
     pipeline_->cut_offs().accept_after(now);
     resume_running_locked();
 }
@@ -34,12 +30,20 @@ void Stream::cancel_auto_restart_locked()
 {
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     uint64_t now = monotonic_now();
-    account_refusals_locked(now, recording_.refused_while_full());
-    uint64_t lost = discard_recorded_locked();
-    store_->add_refused(lost);
-    ledger_.count_stream_loss(StreamLoss::Refused, lost);
+    count_refused_recorded_locked(now);
     pipeline_->cut_offs().accept_after(now);
     phase_ = StreamPhase::Suspended;
+}
+
+// What the kernel refused while the stream was full, and what it recorded
+// before it saw the full state (stale once the stream is read empty): lost,
+// held for the report the next start makes.
+void Stream::count_refused_recorded_locked(uint64_t now_ns)
+{
+    drain_->account_refusals(now_ns, recording_.refused_while_full());
+    uint64_t lost = drain_->discard_recorded();
+    store_->add_refused(lost);
+    ledger_.count_stream_loss(StreamLoss::Refused, lost);
 }
 
 // StreamIntake::Owner, under the lock.

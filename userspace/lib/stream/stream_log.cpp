@@ -10,10 +10,9 @@
 #include <cstring>
 #include <optional>
 
-#include "stream/stream_internal.hpp"
+#include "util/clock.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
 
 // ---- the trace log -------------------------------------------------------------
 
@@ -64,38 +63,6 @@ void Stream::wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock)
     }
 }
 
-// The stream's side of LogHandOff::Owner.
-bool Stream::take_loss_report(pt_record &record, posix_trace_overflow_data &loss)
-{
-    return take_loss_report_locked(record, loss);
-}
-
-std::optional<std::string> Stream::name_for_log(uint32_t id) const
-{
-    return event_types_->name_of(id);
-}
-
-void Stream::queue_system_event(trace_event_id_t id, uint64_t monotonic_ns, const void *data,
-                                size_t size)
-{
-    queue_system_event_locked(id, monotonic_ns, data, size);
-}
-
-// Every event the stream hands over later is stamped no earlier than what
-// was delivered, nor than the merge's safe point: a record is delivered
-// past it, a run was not read when it passed, a system event is queued
-// there at the earliest.
-uint64_t Stream::handed_over_before_ns() const
-{
-    return uint64_t(int64_t(std::max(merger().last_delivered_ns(), safe_ns_)) +
-                    realtime_offset_ns_);
-}
-
-uint64_t Stream::delivered_ns() const
-{
-    return merger().last_delivered_ns();
-}
-
 // The log's last event is its stop event: the stream stops too, so the
 // kernel records nothing the log would discard; posix_trace_clear or
 // posix_trace_start runs it again.
@@ -105,23 +72,6 @@ void Stream::stop_for_full_log()
         return;
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     phase_ = StreamPhase::StoppedLogFull;
-}
-
-log::FinalState Stream::final_state_locked()
-{
-    log::FinalState state{};
-    state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
-    state.status.posix_stream_full_status =
-        store_->full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
-    state.status.posix_stream_overrun_status =
-        ledger_.overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
-    state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
-    state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
-    state.recorded = ledger_.counters().recorded;
-    state.lost_in_kernel = ledger_.counters().lost_in_kernel;
-    state.lost_in_stream = ledger_.counters().lost_in_stream;
-    state.types = event_types_->named();
-    return state;
 }
 
 } // namespace posixtrace

@@ -5,69 +5,28 @@
 
 #include <cerrno>
 
-#include "stream/stream_internal.hpp"
-#include "util/event_fd.hpp"
+#include "util/clock.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
 
 // ---- reading ---------------------------------------------------------------
 
-bool Stream::available_locked() const
-{
-    return shut_down() || (store_ && (store_->report_due() || !store_->empty()));
-}
-
-// readable_ is a level: non-zero exactly while available_locked().
 void Stream::update_readable_locked()
 {
-    bool available = available_locked();
-    if (available == readable_signaled_)
-        return;
-    if (available)
-        raise_event_fd(readable_.get());
-    else
-        lower_event_fd(readable_.get());
-    readable_signaled_ = available;
-}
-
-// POSIX_TRACE_LOOP's report of what it overwrote, due before the oldest
-// event left: the overflow event, then the resume event (each unless
-// filtered). False when none is due.
-bool Stream::take_loss_report_locked(pt_record &record, posix_trace_overflow_data &loss)
-{
-    if (std::optional<LossReport> overwritten = store_->take_overwritten_report()) {
-        loss = {overwritten->in_kernel + overwritten->in_stream, overwritten->in_kernel,
-                overwritten->in_stream};
-        record = system_record(POSIX_TRACE_OVERFLOW, overwritten->timestamp_ns, sizeof loss);
-        if (!filtered_locked(POSIX_TRACE_OVERFLOW)) {
-            ledger_.count_recorded();
-            return true;
-        }
-    }
-    if (std::optional<uint64_t> at = store_->take_resume_stamp()) {
-        record = system_record(POSIX_TRACE_RESUME, *at, 0);
-        if (!filtered_locked(POSIX_TRACE_RESUME)) {
-            ledger_.count_recorded();
-            return true;
-        }
-    }
-    return false;
+    if (reader_)
+        reader_->update_readable(shut_down());
 }
 
 int Stream::read_locked(const EventDestination &to)
 {
-    pt_record report;
-    posix_trace_overflow_data loss;
-    if (take_loss_report_locked(report, loss)) {
-        copy_event_out(report, &loss, to); // a resume event's data_len is 0
-        return 0;
-    }
-    if (store_->empty())
+    switch (reader_->read(to)) {
+    case StoreReader::Read::Nothing:
         return EAGAIN;
-    const pt_record &record = store_->front();
-    copy_event_out(record, record.data, to);
-    store_->pop();
+    case StoreReader::Read::Report:
+        return 0;
+    case StoreReader::Read::Event:
+        break;
+    }
     if (store_->empty() && phase_ == StreamPhase::StoppedFull)
         auto_restart_locked();
     else
@@ -109,7 +68,7 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
             timeout = to_timespec(deadline - now);
             wait_for = &timeout;
         }
-        pollfd readable{readable_.get(), POLLIN, 0};
+        pollfd readable{reader_->readable_fd(), POLLIN, 0};
         if (ppoll(&readable, 1, wait_for, nullptr) < 0 && errno == EINTR) {
             *unavailable = 1;
             return EINTR;

@@ -6,10 +6,10 @@
 
 #include <posix_trace/usdt.h>
 
-#include "stream/stream_internal.hpp"
+#include "events/event_set.hpp"
+#include "util/clock.hpp"
 
 namespace posixtrace {
-using namespace stream_detail;
 
 int Stream::set_filter(const trace_event_set_t &set, int how)
 {
@@ -17,21 +17,8 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     if (shut_down())
         return EINVAL;
     trace_event_set_t updated = filters_.current();
-    for (size_t i = 0; i < std::size(updated.__bits); ++i) {
-        switch (how) {
-        case POSIX_TRACE_SET_EVENTSET:
-            updated.__bits[i] = set.__bits[i];
-            break;
-        case POSIX_TRACE_ADD_EVENTSET:
-            updated.__bits[i] |= set.__bits[i];
-            break;
-        case POSIX_TRACE_SUB_EVENTSET:
-            updated.__bits[i] &= ~set.__bits[i];
-            break;
-        default:
-            return EINVAL;
-        }
-    }
+    if (!change_event_set(updated, set, how))
+        return EINVAL;
     posix_trace_filter_data change{filters_.current(), updated};
     // A thread event the new filter lets through needs its program attached
     // first: if the kernel refuses, the old filter stays and the caller is
@@ -45,16 +32,13 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     // In two steps around the filter event's stamp: what the new filter
     // excludes stops before it, what it admits starts after it. So no event
     // on either side of it contradicts it.
-    trace_event_set_t both = updated;
-    for (size_t i = 0; i < std::size(both.__bits); ++i)
-        both.__bits[i] |= change.old_filter.__bits[i];
-    recording_.set_filter(both);
+    recording_.set_filter(event_set_union(updated, change.old_filter));
     uint64_t now = monotonic_now();
     recording_.set_filter(updated);
     filters_.took_effect(change.old_filter, now);
-    distrust_sleeps_locked();
+    drain_->distrust_sleeps();
     if (running())
-        queue_system_event_locked(POSIX_TRACE_FILTER, now, &change, sizeof change);
+        drain_->queue_system_event(POSIX_TRACE_FILTER, now, &change, sizeof change);
     return 0;
 }
 
@@ -186,7 +170,7 @@ int Stream::select_thread_event_programs_locked()
 {
     uint32_t wanted = 0;
     for (unsigned i = 0; i < POSIX_TRACE_TD_EVENT_COUNT; ++i)
-        if (!pipeline_->agents().empty() || !filtered_locked(POSIX_TRACE_TD_EVENT_FIRST + i))
+        if (!pipeline_->agents().empty() || !filters_.filters(POSIX_TRACE_TD_EVENT_FIRST + i))
             wanted |= 1u << i;
     return kernel().select_thread_event_programs(wanted);
 }

@@ -24,6 +24,18 @@ inline uint64_t clock_nanos(clockid_t clock)
     return to_nanos(ts);
 }
 
+// The clock of every record's stamp.
+inline uint64_t monotonic_now()
+{
+    return clock_nanos(CLOCK_MONOTONIC);
+}
+
+// An absolute time of the timed getnext functions.
+inline bool valid_abstime(const timespec *t)
+{
+    return t && t->tv_nsec >= 0 && t->tv_nsec < long(kNanosPerSecond) && t->tv_sec >= 0;
+}
+
 // The kernel stamps events with CLOCK_MONOTONIC (bpf_ktime_get_ns); POSIX
 // wants CLOCK_REALTIME. The offset between the two is sampled with the
 // monotonic reads bracketing the realtime one, which bounds its error by the
