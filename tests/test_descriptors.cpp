@@ -185,7 +185,8 @@ std::vector<std::string> inheritable_descriptors(const std::string &code)
 
 } // namespace
 
-TEST_CASE("descriptors: the sources make every descriptor close-on-exec", "[descriptors]")
+TEST_CASE("descriptors: the sources make every descriptor close-on-exec",
+          "[descriptors][self-tracing]")
 {
     const std::filesystem::path tree(POSIXTRACE_SOURCE_DIR);
     size_t files = 0;
@@ -202,7 +203,8 @@ TEST_CASE("descriptors: the sources make every descriptor close-on-exec", "[desc
     CHECK(files > 50);
 }
 
-TEST_CASE("descriptors: the source check finds what an exec would hand on", "[descriptors]")
+TEST_CASE("descriptors: the source check finds what an exec would hand on",
+          "[descriptors][self-tracing]")
 {
     CHECK(inheritable_descriptors("std::ifstream maps(path);").size() == 1);
     CHECK(inheritable_descriptors("int fd = open(path, O_RDONLY);").size() == 1);
@@ -219,7 +221,7 @@ TEST_CASE("descriptors: the source check finds what an exec would hand on", "[de
 }
 
 TEST_CASE("descriptors: a file read line by line is not open in a program execed meanwhile",
-          "[descriptors]")
+          "[descriptors][self-tracing]")
 {
     std::string maps = "/proc/" + std::to_string(getpid()) + "/maps";
     size_t lines = 0;
@@ -235,7 +237,7 @@ TEST_CASE("descriptors: a file read line by line is not open in a program execed
 }
 
 TEST_CASE("descriptors: a program execed by a traced process inherits nothing of its stream",
-          "[descriptors]")
+          "[descriptors][self-tracing]")
 {
     std::set<std::string> before = descriptors_crossing_exec();
     StreamGuard stream = make_stream();

@@ -72,7 +72,8 @@ int run_in_child(int log_fd)
 
 } // namespace
 
-TEST_CASE("exec: a signal handler execs while its thread holds the stream's lock", "[exec][signal]")
+TEST_CASE("exec: a signal handler execs while its thread holds the stream's lock",
+          "[exec][signal][self-tracing]")
 {
     SECTION("a stream without a log")
     {
@@ -109,7 +110,8 @@ std::vector<uint64_t> blocked_in_threads_named(const std::vector<std::string> &n
 // A process-directed signal goes to any thread that does not block it: on
 // the drain or the log writer, a handler that execs would wait for that very
 // thread to flush the log.
-TEST_CASE("exec: the library's own threads take no signal of the application's", "[exec][signal]")
+TEST_CASE("exec: the library's own threads take no signal of the application's",
+          "[exec][signal][self-tracing]")
 {
     TempFile file;
     StreamGuard stream = make_logged_stream(file.fd(), nullptr);

@@ -31,7 +31,7 @@ int int_of(const Event &event)
 } // namespace
 
 TEST_CASE("filter: an exec'd image's events are filtered by the filter in force when made",
-          "[stream][inherit]")
+          "[stream][inherit][self-tracing]")
 {
     trace_attr_t attr;
     posix_trace_attr_init(&attr);

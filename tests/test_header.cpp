@@ -23,7 +23,7 @@ template <typename T> bool all_distinct(std::initializer_list<T> values)
 
 } // namespace
 
-TEST_CASE("trace.h: the constants of each group are distinct", "[header]")
+TEST_CASE("trace.h: the constants of each group are distinct", "[header][self-tracing]")
 {
     CHECK(all_distinct({POSIX_TRACE_RUNNING, POSIX_TRACE_SUSPENDED}));
     CHECK(all_distinct({POSIX_TRACE_FULL, POSIX_TRACE_NOT_FULL}));
@@ -44,7 +44,7 @@ TEST_CASE("trace.h: the constants of each group are distinct", "[header]")
                       POSIX_TRACE_FLUSH_STOP, POSIX_TRACE_UNNAMED_USEREVENT}));
 }
 
-TEST_CASE("trace.h: limits at or above the POSIX minimums", "[header]")
+TEST_CASE("trace.h: limits at or above the POSIX minimums", "[header][self-tracing]")
 {
     STATIC_REQUIRE(_POSIX_TRACE_EVENT_NAME_MAX == 30);
     STATIC_REQUIRE(_POSIX_TRACE_NAME_MAX == 8);
@@ -61,7 +61,8 @@ TEST_CASE("trace.h: limits at or above the POSIX minimums", "[header]")
     STATIC_REQUIRE(TRACE_SYS_MAX == 16);
 }
 
-TEST_CASE("thread event types 16 to 29 are td_ready ... td_timeout", "[header][thread_events]")
+TEST_CASE("thread event types 16 to 29 are td_ready ... td_timeout",
+          "[header][thread_events][self-tracing]")
 {
     const std::vector<std::string> names = {
         "td_ready",       "td_sleep", "td_switchto",    "td_switchfrom", "td_lock_try",
@@ -79,7 +80,8 @@ TEST_CASE("thread event types 16 to 29 are td_ready ... td_timeout", "[header][t
     CHECK(POSIX_TRACE_TD_EVENT_FIRST == 16);
 }
 
-TEST_CASE("POSIX_TRACE_TD_EVENT_ID and _OF turn TD events into ids and back", "[header]")
+TEST_CASE("POSIX_TRACE_TD_EVENT_ID and _OF turn TD events into ids and back",
+          "[header][self-tracing]")
 {
     for (int n = TD_MIN_EVENT_NUM; n <= TD_MAX_EVENT_NUM; ++n) {
         CAPTURE(n);

@@ -99,7 +99,8 @@ Measured measure_thousand_threads()
 
 } // namespace
 
-TEST_CASE("lanes: 1,000 emitting threads take a bounded memory and idle drain time", "[lanes]")
+TEST_CASE("lanes: 1,000 emitting threads take a bounded memory and idle drain time",
+          "[lanes][self-tracing]")
 {
     if (uprobe_path_forced())
         return; // no lanes

@@ -130,7 +130,8 @@ Seen watch_a_dozing_drain()
 
 } // namespace
 
-TEST_CASE("lanes: an idle drain dozes, and a writer that starts a chunk wakes it once", "[lanes]")
+TEST_CASE("lanes: an idle drain dozes, and a writer that starts a chunk wakes it once",
+          "[lanes][self-tracing]")
 {
     if (uprobe_path_forced())
         return;                                        // no lanes

@@ -20,7 +20,7 @@ using namespace test_support;
 using namespace lanes_support;
 
 TEST_CASE("lanes: a call left through siglongjmp loses its own event, counted, and nothing else",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     FaultsLeaveThroughSiglongjmp faults;
     StreamGuard stream = started_stream();
@@ -52,7 +52,8 @@ TEST_CASE("lanes: a call left through siglongjmp loses its own event, counted, a
     }
 }
 
-TEST_CASE("lanes: a thread that left a record unfinished does not hold the stream", "[lanes]")
+TEST_CASE("lanes: a thread that left a record unfinished does not hold the stream",
+          "[lanes][self-tracing]")
 {
     FaultsLeaveThroughSiglongjmp faults;
     StreamGuard stream = started_stream();
@@ -142,7 +143,7 @@ void spin_on_cpu_for(uint64_t ns)
 } // namespace
 
 TEST_CASE("lanes: a record given up is reported before the events its thread made after it",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     FaultsLeaveThroughSiglongjmp faults;
     StreamGuard stream = started_stream();

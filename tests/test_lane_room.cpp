@@ -63,7 +63,7 @@ std::vector<int> indexes_of(const std::vector<Event> &events, trace_event_id_t i
 // 200,000 events of 64 bytes take about 24 MB: far more than the drain's
 // period lets any fixed transport hold at this rate, less than the stream.
 TEST_CASE("lanes: an UNTIL_FULL stream with room for a burst keeps all of it, drain held",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     constexpr int kEvents = 200'000;
     StreamGuard stream = stream_of(size_t(64) << 20, POSIX_TRACE_UNTIL_FULL);
@@ -104,7 +104,8 @@ void check_loop_keeps_newest(int events, const char *name)
 } // namespace
 
 // POSIX_TRACE_LOOP keeps the newest.
-TEST_CASE("lanes: a 64 KiB LOOP stream given a burst ends with its newest events", "[lanes]")
+TEST_CASE("lanes: a 64 KiB LOOP stream given a burst ends with its newest events",
+          "[lanes][self-tracing]")
 {
     if (uprobe_path_forced())
         return; // the kernel's rings are a transport of their own size (not yet the stream's)
@@ -116,7 +117,7 @@ TEST_CASE("lanes: a 64 KiB LOOP stream given a burst ends with its newest events
 // stream keeps takes back its oldest chunk instead of taking the pool's, so
 // the newest events stay, and every other is counted overwritten.
 TEST_CASE("lanes: a 64 KiB LOOP stream given more than the lanes hold ends with its newest",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     if (uprobe_path_forced())
         return;
@@ -128,7 +129,8 @@ TEST_CASE("lanes: a 64 KiB LOOP stream given more than the lanes hold ends with 
 // all fit there, and what did not is counted where it was lost (the lanes
 // or the kernel's ring, then the full stream); every event is read or
 // counted, in order.
-TEST_CASE("lanes: what the lanes cannot hold while the drain is held is counted", "[lanes]")
+TEST_CASE("lanes: what the lanes cannot hold while the drain is held is counted",
+          "[lanes][self-tracing]")
 {
     constexpr int kEvents = 5'000;
     StreamGuard stream = stream_of(size_t(16) << 20, POSIX_TRACE_UNTIL_FULL, 8192);

@@ -32,7 +32,7 @@ using namespace lanes_support;
 extern "C" unsigned short posix_trace_event_semaphore; // libposixtrace's USDT semaphore
 
 TEST_CASE("lanes: a stream of its own process gets each user event once, with its thread",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     StreamGuard stream = started_stream();
     // Through the lanes, nothing raises the probe's semaphore: no trap.
@@ -58,7 +58,7 @@ TEST_CASE("lanes: a stream of its own process gets each user event once, with it
     check_timestamps_ordered(events);
 }
 
-TEST_CASE("lanes: 1,000 threads each emitting, merged in timestamp order", "[lanes]")
+TEST_CASE("lanes: 1,000 threads each emitting, merged in timestamp order", "[lanes][self-tracing]")
 {
     constexpr int kThreads = 1000, kEach = 20;
     StreamGuard stream = started_stream(size_t(64) << 20);
@@ -117,7 +117,7 @@ static std::vector<Event> read_everything(trace_id_t trid)
 // A handler that emits while its thread was emitting: the handler's event is
 // recorded whole, and so is the one it interrupted. Each signal is sent once
 // the previous one was handled, while the thread emits as fast as it can.
-TEST_CASE("lanes: signal handlers emit while their thread emits", "[lanes]")
+TEST_CASE("lanes: signal handlers emit while their thread emits", "[lanes][self-tracing]")
 {
     constexpr int kSignals = 200, kMostEvents = 200000;
     StreamGuard stream = started_stream(size_t(32) << 20);
@@ -163,7 +163,7 @@ TEST_CASE("lanes: signal handlers emit while their thread emits", "[lanes]")
 
 // Events a thread left when it exited are read; its lane goes to the
 // threads that come after it.
-TEST_CASE("lanes: threads that exit leave their events and their lane", "[lanes]")
+TEST_CASE("lanes: threads that exit leave their events and their lane", "[lanes][self-tracing]")
 {
     constexpr int kRounds = 20, kThreads = 4;
     StreamGuard stream = started_stream(size_t(16) << 20);
@@ -197,7 +197,7 @@ TEST_CASE("lanes: threads that exit leave their events and their lane", "[lanes]
 
 // The lanes are the parent's: a child of fork that emits (not traced: the
 // stream does not follow children) neither crashes nor reaches the stream.
-TEST_CASE("lanes: a child of fork emits into nothing", "[lanes]")
+TEST_CASE("lanes: a child of fork emits into nothing", "[lanes][self-tracing]")
 {
     StreamGuard stream = started_stream();
     trace_event_id_t id = user_event("lanes.family");
@@ -223,7 +223,7 @@ TEST_CASE("lanes: a child of fork emits into nothing", "[lanes]")
 
 // One stream at a time takes the lanes; a second stream of the process
 // gets the same events through the uprobe.
-TEST_CASE("lanes: two streams of the process each get every event", "[lanes]")
+TEST_CASE("lanes: two streams of the process each get every event", "[lanes][self-tracing]")
 {
     StreamGuard first = started_stream();
     trace_id_t trid = 0;
@@ -324,7 +324,7 @@ void check_one_whole_event(const std::vector<Event> &events, trace_event_id_t id
 
 } // namespace
 
-TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lanes]")
+TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lanes][self-tracing]")
 {
     trace_event_id_t id = user_event("lanes.forked"), after = user_event("lanes.after");
     posix_trace_loss_counters losses{};
@@ -339,7 +339,7 @@ TEST_CASE("lanes: a signal handler that forks in the middle of a record", "[lane
 // fork() copies the page tables of the whole process: in a large process
 // it runs tens of milliseconds of CPU in the kernel, which the drain must
 // not take for a record left busy for good.
-TEST_CASE("lanes: a signal handler whose fork takes long keeps its event", "[lanes]")
+TEST_CASE("lanes: a signal handler whose fork takes long keeps its event", "[lanes][self-tracing]")
 {
     constexpr size_t kLarge = size_t(2) << 30; // in small pages: about 40 ms of fork here
     void *large = mmap(nullptr, kLarge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -354,7 +354,7 @@ TEST_CASE("lanes: a signal handler whose fork takes long keeps its event", "[lan
 }
 
 TEST_CASE("lanes: a signal handler that blocks in the middle of a record keeps its event",
-          "[lanes]")
+          "[lanes][self-tracing]")
 {
     trace_event_id_t id = user_event("lanes.blocked"), after = user_event("lanes.after");
     posix_trace_loss_counters losses{};
@@ -365,7 +365,7 @@ TEST_CASE("lanes: a signal handler that blocks in the middle of a record keeps i
 // Lanes are never unmapped (an emitter may race with the end of a stream),
 // but the chunks a burst took, once read, give their pages back when the
 // stream ends: the next stream of the process starts from a thread's chunk.
-TEST_CASE("lanes: a stream that ends gives back the memory its burst took", "[lanes]")
+TEST_CASE("lanes: a stream that ends gives back the memory its burst took", "[lanes][self-tracing]")
 {
     constexpr int kEvents = 160'000; // 19.2 MB of records of 64 bytes, held in the lanes
     size_t resident_during = 0;

@@ -76,7 +76,8 @@ std::vector<Event> read_closed_log(const TempFile &file)
 
 } // namespace
 
-TEST_CASE("clear on a stream with log resets the log, except an APPEND log", "[log][clear]")
+TEST_CASE("clear on a stream with log resets the log, except an APPEND log",
+          "[log][clear][self-tracing]")
 {
     TempFile file;
     int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_APPEND);
@@ -123,7 +124,8 @@ TEST_CASE("clear on a stream with log resets the log, except an APPEND log", "[l
     }
 }
 
-TEST_CASE("a full UNTIL_FULL log ends with POSIX_TRACE_STOP and the stream stops", "[log]")
+TEST_CASE("a full UNTIL_FULL log ends with POSIX_TRACE_STOP and the stream stops",
+          "[log][self-tracing]")
 {
     TempFile file;
     StreamGuard stream = small_log_stream(file, POSIX_TRACE_UNTIL_FULL);
@@ -164,7 +166,8 @@ TEST_CASE("a full UNTIL_FULL log ends with POSIX_TRACE_STOP and the stream stops
     CHECK(status_of_log(file.path()).posix_log_full_status == POSIX_TRACE_FULL);
 }
 
-TEST_CASE("log status: a stream's log overrun is reset by reading it, a log's is not", "[log]")
+TEST_CASE("log status: a stream's log overrun is reset by reading it, a log's is not",
+          "[log][self-tracing]")
 {
     TempFile file;
     StreamGuard stream = small_log_stream(file, POSIX_TRACE_LOOP);
@@ -189,7 +192,8 @@ TEST_CASE("log status: a stream's log overrun is reset by reading it, a log's is
     }
 }
 
-TEST_CASE("exec shuts the streams down: the log holds every event recorded before it", "[log]")
+TEST_CASE("exec shuts the streams down: the log holds every event recorded before it",
+          "[log][self-tracing]")
 {
     TempFile file;
     const int count = 500;
@@ -238,7 +242,8 @@ TEST_CASE("exec shuts the streams down: the log holds every event recorded befor
     }
 }
 
-TEST_CASE("UNTIL_FULL stream with log: a flush empties the full stream, which runs again", "[log]")
+TEST_CASE("UNTIL_FULL stream with log: a flush empties the full stream, which runs again",
+          "[log][self-tracing]")
 {
     TempFile file;
     Attr a;
@@ -300,7 +305,7 @@ TEST_CASE("UNTIL_FULL stream with log: a flush empties the full stream, which ru
     CHECK(std::find(ids.begin(), ids.end(), after) > restart);
 }
 
-TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log]")
+TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log][self-tracing]")
 {
     TempFile file;
     std::string helper = helper_path("exit_with_log");
@@ -328,7 +333,8 @@ TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log]")
     CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
 }
 
-TEST_CASE("a LOOP log takes no more than log-max-size for its events, however small", "[log]")
+TEST_CASE("a LOOP log takes no more than log-max-size for its events, however small",
+          "[log][self-tracing]")
 {
     size_t log_size =
         GENERATE(size_t(4096), size_t(5000), size_t(20000), size_t(65536), size_t(1) << 20);
@@ -371,7 +377,7 @@ TEST_CASE("a LOOP log takes no more than log-max-size for its events, however sm
     }
 }
 
-TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]")
+TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log][self-tracing]")
 {
     int fds[2];
     REQUIRE(pipe(fds) == 0);
@@ -411,7 +417,8 @@ TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log]"
 // An APPEND log keeps its blocks through posix_trace_clear; when their write
 // fails afterwards, the events in them were cleared already: no loss of the
 // cleared stream, and no count taken from what it recorded since.
-TEST_CASE("clear: a pipe log that fails after the clear leaves the cleared counters whole", "[log]")
+TEST_CASE("clear: a pipe log that fails after the clear leaves the cleared counters whole",
+          "[log][self-tracing]")
 {
     int fds[2];
     REQUIRE(pipe(fds) == 0);

@@ -183,7 +183,7 @@ constexpr int kEach = 150'000;
 } // namespace
 
 TEST_CASE("log runs: a burst of two threads reaches the log whole, each thread in order",
-          "[log][runs]")
+          "[log][runs][self-tracing]")
 {
     if (uprobe_path_forced()) {
         SUCCEED("no lanes, so no runs: the uprobe path writes logs of version 1");
@@ -208,7 +208,7 @@ TEST_CASE("log runs: a burst of two threads reaches the log whole, each thread i
 }
 
 TEST_CASE("log runs: a log whose blocks overlap, damaged or hostile, is refused or read in order",
-          "[log][runs][hostile]")
+          "[log][runs][hostile][self-tracing]")
 {
     if (uprobe_path_forced()) {
         SUCCEED("no lanes, so no runs");
@@ -301,7 +301,7 @@ TEST_CASE("log runs: a log whose blocks overlap, damaged or hostile, is refused 
 }
 
 TEST_CASE("log runs: watermarks that never move make a reader hold no more than 64 MiB",
-          "[log][runs][hostile]")
+          "[log][runs][hostile][self-tracing]")
 {
     if (uprobe_path_forced()) {
         SUCCEED("no lanes, so no runs");
@@ -338,7 +338,7 @@ TEST_CASE("log runs: watermarks that never move make a reader hold no more than 
 }
 
 TEST_CASE("log runs: posix_trace_clear takes the runs held with the stream's other events",
-          "[log][runs]")
+          "[log][runs][self-tracing]")
 {
     Attr a;
     REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);

@@ -90,7 +90,8 @@ __attribute__((noinline)) void emit_from_here(trace_event_id_t id, const void *d
 
 } // namespace
 
-TEST_CASE("recording: event information of an event emitted by a helper thread", "[recording]")
+TEST_CASE("recording: event information of an event emitted by a helper thread",
+          "[recording][self-tracing]")
 {
     Attr attr;
     trace_event_id_t id = user_event("rec.info");
@@ -149,7 +150,8 @@ TEST_CASE("recording: event information of an event emitted by a helper thread",
     CHECK(nanos(empty.info.posix_timestamp) >= ts);
 }
 
-TEST_CASE("recording: data longer than max-data-size is truncated when recorded", "[recording]")
+TEST_CASE("recording: data longer than max-data-size is truncated when recorded",
+          "[recording][self-tracing]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setmaxdatasize(attr.get(), 16) == 0);
@@ -180,7 +182,8 @@ TEST_CASE("recording: data longer than max-data-size is truncated when recorded"
     CHECK(std::memcmp(user[1].data.data(), exact_data, 16) == 0);
 }
 
-TEST_CASE("recording: a buffer smaller than the data truncates at reading", "[recording]")
+TEST_CASE("recording: a buffer smaller than the data truncates at reading",
+          "[recording][self-tracing]")
 {
     Attr attr;
     trace_event_id_t id = user_event("rec.trunc_read");
@@ -227,7 +230,7 @@ TEST_CASE("recording: a buffer smaller than the data truncates at reading", "[re
 }
 
 TEST_CASE("recording: events ping-ponged between two CPUs read back in emission order",
-          "[recording]")
+          "[recording][self-tracing]")
 {
     std::vector<int> cpus = usable_cpus();
     REQUIRE(cpus.size() >= 2);
@@ -301,7 +304,7 @@ TEST_CASE("recording: events ping-ponged between two CPUs read back in emission 
 }
 
 TEST_CASE("recording: events of several threads keep per-thread order and global time order",
-          "[recording]")
+          "[recording][self-tracing]")
 {
     Attr attr;
     trace_event_id_t id = user_event("rec.threads");

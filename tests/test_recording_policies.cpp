@@ -43,7 +43,7 @@ posix_trace_stop_data stop_data(const std::vector<unsigned char> &bytes, size_t 
 } // namespace
 
 TEST_CASE("recording: POSIX_TRACE_LOOP keeps the newest events and reports the overflow",
-          "[recording]")
+          "[recording][self-tracing]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);
@@ -120,7 +120,7 @@ TEST_CASE("recording: POSIX_TRACE_LOOP keeps the newest events and reports the o
 }
 
 TEST_CASE("recording: POSIX_TRACE_UNTIL_FULL stops when full and restarts once read empty",
-          "[recording]")
+          "[recording][self-tracing]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);
@@ -213,7 +213,7 @@ TEST_CASE("recording: POSIX_TRACE_UNTIL_FULL stops when full and restarts once r
     CHECK(payload_as<uint32_t>(after.data) == marker);
 }
 
-TEST_CASE("recording: every event is read or counted lost under load", "[recording]")
+TEST_CASE("recording: every event is read or counted lost under load", "[recording][self-tracing]")
 {
     Attr attr; // defaults: POSIX_TRACE_LOOP, 8 MiB
     trace_event_id_t id = user_event("rec.load");
@@ -335,7 +335,8 @@ TEST_CASE("recording: every event is read or counted lost under load", "[recordi
     CHECK(counters.recorded >= tally.user + tally.start_stop);
 }
 
-TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recording]")
+TEST_CASE("recording: losses in a full kernel ring are counted exactly",
+          "[recording][self-tracing]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setmaxdatasize(attr.get(), 4096) == 0);
@@ -431,7 +432,8 @@ TEST_CASE("recording: losses in a full kernel ring are counted exactly", "[recor
     CHECK(losses.late == 0);
 }
 
-TEST_CASE("recording: loss counters by cause and skipped program runs; EINVAL", "[recording]")
+TEST_CASE("recording: loss counters by cause and skipped program runs; EINVAL",
+          "[recording][self-tracing]")
 {
     Attr attr;
     StreamGuard stream = started_stream(attr);
@@ -482,7 +484,7 @@ TEST_CASE("recording: loss counters by cause and skipped program runs; EINVAL", 
 // no automatic restart, but once read empty it is no longer full, and
 // posix_trace_start runs it again.
 TEST_CASE("recording: UNTIL_FULL stopped by the user while full can be started again",
-          "[recording]")
+          "[recording][self-tracing]")
 {
     Attr attr;
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 4096) == 0);

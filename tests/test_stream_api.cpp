@@ -115,7 +115,8 @@ int slots_held(bool by_this_process)
 
 // ---- posix_trace_create -------------------------------------------------
 
-TEST_CASE("create: succeeds with NULL or initialised attr, for pid 0 and getpid()", "[stream]")
+TEST_CASE("create: succeeds with NULL or initialised attr, for pid 0 and getpid()",
+          "[stream][self-tracing]")
 {
     SECTION("NULL attr, pid 0")
     {
@@ -142,7 +143,8 @@ TEST_CASE("create: succeeds with NULL or initialised attr, for pid 0 and getpid(
     }
 }
 
-TEST_CASE("create: EINVAL for NULL trid, uninitialised attr, POSIX_TRACE_FLUSH policy", "[stream]")
+TEST_CASE("create: EINVAL for NULL trid, uninitialised attr, POSIX_TRACE_FLUSH policy",
+          "[stream][self-tracing]")
 {
     trace_id_t trid = 12345;
     SECTION("NULL trid")
@@ -171,7 +173,7 @@ TEST_CASE("create: EINVAL for NULL trid, uninitialised attr, POSIX_TRACE_FLUSH p
     }
 }
 
-TEST_CASE("create: ESRCH for a process that does not exist", "[stream]")
+TEST_CASE("create: ESRCH for a process that does not exist", "[stream][self-tracing]")
 {
     pid_t gone = dead_pid();
     trace_id_t trid = -1;
@@ -181,7 +183,8 @@ TEST_CASE("create: ESRCH for a process that does not exist", "[stream]")
     CHECK(err == ESRCH);
 }
 
-TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after shutdown", "[stream]")
+TEST_CASE("create: EAGAIN once TRACE_SYS_MAX streams exist, works again after shutdown",
+          "[stream][self-tracing]")
 {
     // Small streams: each one maps a ring per CPU.
     trace_attr_t attr;
@@ -235,7 +238,7 @@ size_t mapped_bytes()
 // A thread that read the stream keeps it (its object) after another thread
 // shut it down; the slot must be free all the same.
 TEST_CASE("shutdown: the slot is free at once, while another thread still holds the stream",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     trace_id_t trid = -1;
     REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
@@ -256,7 +259,8 @@ TEST_CASE("shutdown: the slot is free at once, while another thread still holds 
     reader.join();
 }
 
-TEST_CASE("create and create_withlog: ENOMEM when the stream's memory cannot be had", "[stream]")
+TEST_CASE("create and create_withlog: ENOMEM when the stream's memory cannot be had",
+          "[stream][self-tracing]")
 {
     bool with_log = GENERATE(false, true);
     INFO((with_log ? "posix_trace_create_withlog" : "posix_trace_create"));
@@ -282,7 +286,7 @@ TEST_CASE("create and create_withlog: ENOMEM when the stream's memory cannot be 
     CHECK(result == ENOMEM);
 }
 
-TEST_CASE("create: EPERM without privileges", "[stream]")
+TEST_CASE("create: EPERM without privileges", "[stream][self-tracing]")
 {
     int code = in_child([] {
         if (setgroups(0, nullptr) != 0)
@@ -302,7 +306,7 @@ TEST_CASE("create: EPERM without privileges", "[stream]")
 // ---- state, start, stop ---------------------------------------------------
 
 TEST_CASE("a new stream is suspended, not full, no overrun, not flushing; records nothing",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -327,7 +331,7 @@ TEST_CASE("a new stream is suspended, not full, no overrun, not flushing; record
 }
 
 TEST_CASE("start/stop: status, one start and one stop event, order start, user events, stop",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -366,7 +370,8 @@ TEST_CASE("start/stop: status, one start and one stop event, order start, user e
         CHECK(timespec_le(events[i - 1].info.posix_timestamp, events[i].info.posix_timestamp));
 }
 
-TEST_CASE("stop flushes: every event emitted before it is readable at once", "[stream]")
+TEST_CASE("stop flushes: every event emitted before it is readable at once",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -394,7 +399,7 @@ TEST_CASE("stop flushes: every event emitted before it is readable at once", "[s
 
 // ---- filter -----------------------------------------------------------------
 
-TEST_CASE("filter: empty at first; SET, ADD and SUB", "[stream]")
+TEST_CASE("filter: empty at first; SET, ADD and SUB", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -439,7 +444,8 @@ TEST_CASE("filter: empty at first; SET, ADD and SUB", "[stream]")
     CHECK(same_set(current_filter(trid), make_set({})));
 }
 
-TEST_CASE("filter: EINVAL for an invalid how or a NULL set; filter unchanged", "[stream]")
+TEST_CASE("filter: EINVAL for an invalid how or a NULL set; filter unchanged",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -458,7 +464,8 @@ TEST_CASE("filter: EINVAL for an invalid how or a NULL set; filter unchanged", "
     CHECK(posix_trace_get_filter(trid, nullptr) == EINVAL);
 }
 
-TEST_CASE("filter: a filtered user event is not recorded, an unfiltered one is", "[stream]")
+TEST_CASE("filter: a filtered user event is not recorded, an unfiltered one is",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -478,7 +485,7 @@ TEST_CASE("filter: a filtered user event is not recorded, an unfiltered one is",
 }
 
 TEST_CASE("filter: a change while running records posix_trace_filter, none while suspended",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -516,7 +523,8 @@ TEST_CASE("filter: a change while running records posix_trace_filter, none while
 
 // ---- attributes and status ---------------------------------------------------
 
-TEST_CASE("get_attr: the attributes the stream was created with, and its creation time", "[stream]")
+TEST_CASE("get_attr: the attributes the stream was created with, and its creation time",
+          "[stream][self-tracing]")
 {
     trace_attr_t attr;
     REQUIRE(posix_trace_attr_init(&attr) == 0);
@@ -568,7 +576,7 @@ TEST_CASE("get_attr: the attributes the stream was created with, and its creatio
     posix_trace_attr_destroy(&attr);
 }
 
-TEST_CASE("get_attr with NULL attr and default attributes", "[stream]")
+TEST_CASE("get_attr with NULL attr and default attributes", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_attr_t got;
@@ -579,7 +587,7 @@ TEST_CASE("get_attr with NULL attr and default attributes", "[stream]")
     CHECK(posix_trace_get_attr(stream.get(), nullptr) == EINVAL);
 }
 
-TEST_CASE("get_status: EINVAL for a NULL status", "[stream]")
+TEST_CASE("get_status: EINVAL for a NULL status", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     CHECK(posix_trace_get_status(stream.get(), nullptr) == EINVAL);
@@ -587,7 +595,8 @@ TEST_CASE("get_status: EINVAL for a NULL status", "[stream]")
 
 // ---- clear -------------------------------------------------------------------
 
-TEST_CASE("clear on a running stream: events gone, still running, new events recorded", "[stream]")
+TEST_CASE("clear on a running stream: events gone, still running, new events recorded",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -614,7 +623,8 @@ TEST_CASE("clear on a running stream: events gone, still running, new events rec
     CHECK(ids_of(read_available(trid)) == std::vector<trace_event_id_t>{b, POSIX_TRACE_STOP});
 }
 
-TEST_CASE("clear on a suspended full stream: events gone, not full, still suspended", "[stream]")
+TEST_CASE("clear on a suspended full stream: events gone, not full, still suspended",
+          "[stream][self-tracing]")
 {
     trace_attr_t attr;
     REQUIRE(posix_trace_attr_init(&attr) == 0);

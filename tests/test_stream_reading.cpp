@@ -94,7 +94,7 @@ char thread_state(pid_t tid)
 
 // ---- getnext family -------------------------------------------------------------
 
-TEST_CASE("trygetnext on an empty stream: 0 with unavailable set", "[stream]")
+TEST_CASE("trygetnext on an empty stream: 0 with unavailable set", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     auto r = get_next(stream.get(), GetNext::Try);
@@ -102,7 +102,8 @@ TEST_CASE("trygetnext on an empty stream: 0 with unavailable set", "[stream]")
     CHECK(r.unavailable != 0);
 }
 
-TEST_CASE("getnext blocks until an event is emitted and returns it promptly", "[stream]")
+TEST_CASE("getnext blocks until an event is emitted and returns it promptly",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -140,7 +141,7 @@ TEST_CASE("getnext blocks until an event is emitted and returns it promptly", "[
 }
 
 TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothing is available",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -192,7 +193,7 @@ TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothi
 }
 
 TEST_CASE("getnext and timedgetnext: EINTR when a signal handler runs in the blocked thread",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     GetNext how = GENERATE(GetNext::Block, GetNext::Timed);
     INFO((how == GetNext::Block ? "posix_trace_getnext_event" : "posix_trace_timedgetnext_event"));
@@ -238,7 +239,8 @@ TEST_CASE("getnext and timedgetnext: EINTR when a signal handler runs in the blo
     CHECK(reader.get().err == EINTR);
 }
 
-TEST_CASE("getnext family: EINVAL for NULL event, data_len or unavailable", "[stream]")
+TEST_CASE("getnext family: EINVAL for NULL event, data_len or unavailable",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -275,7 +277,7 @@ TEST_CASE("getnext family: EINVAL for NULL event, data_len or unavailable", "[st
 
 // ---- shutdown and invalid handles ------------------------------------------------
 
-TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream]")
+TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -307,7 +309,8 @@ TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream]")
 // narrowest window, a caller preempted between finding the stream and
 // locking it for a whole shutdown, is not forced here: report_status reads
 // nothing a shutdown frees.)
-TEST_CASE("shutdown: get_status from another thread answers or says EINVAL", "[stream]")
+TEST_CASE("shutdown: get_status from another thread answers or says EINVAL",
+          "[stream][self-tracing]")
 {
     std::atomic<long> answered{0}, refused{0}, other{0};
     for (int cycle = 0; cycle < 300; ++cycle) {
@@ -338,7 +341,7 @@ TEST_CASE("shutdown: get_status from another thread answers or says EINVAL", "[s
 // A thread that keeps reading one stream finds it again without the
 // table's lock; a shutdown, in any thread, must still end its reads.
 TEST_CASE("shutdown by another thread: the thread that kept reading the stream gets EINVAL",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -354,7 +357,8 @@ TEST_CASE("shutdown by another thread: the thread that kept reading the stream g
     CHECK(get_next(created_since.get(), GetNext::Try).err == 0);
 }
 
-TEST_CASE("one thread reading two streams and a log in turn gets each one's own events", "[stream]")
+TEST_CASE("one thread reading two streams and a log in turn gets each one's own events",
+          "[stream][self-tracing]")
 {
     TempFile file;
     std::vector<Event> logged = write_user_event_log(file, 5, nullptr);
@@ -418,7 +422,8 @@ TEST_CASE("one thread reading two streams and a log in turn gets each one's own 
         CHECK(same_event(from_log[i], logged[i]));
 }
 
-TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid", "[stream]")
+TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -428,7 +433,7 @@ TEST_CASE("shutdown: afterwards every function answers EINVAL for the trid", "[s
     CHECK(posix_trace_shutdown(trid) == EINVAL);
 }
 
-TEST_CASE("invalid trids: EINVAL from every function", "[stream]")
+TEST_CASE("invalid trids: EINVAL from every function", "[stream][self-tracing]")
 {
     auto stream = make_stream(); // a live stream must not make other ids valid
     for (trace_id_t trid : {0, -1, 999999})
@@ -436,7 +441,7 @@ TEST_CASE("invalid trids: EINVAL from every function", "[stream]")
     CHECK(status_of(stream.get()).posix_stream_status == POSIX_TRACE_SUSPENDED);
 }
 
-TEST_CASE("a forked child gets EINVAL for its parent's trid", "[stream]")
+TEST_CASE("a forked child gets EINVAL for its parent's trid", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -471,7 +476,8 @@ TEST_CASE("a forked child gets EINVAL for its parent's trid", "[stream]")
 
 // The forking thread had just found the stream for reading; its child,
 // which inherits that thread's memory, must not read the parent's stream.
-TEST_CASE("a forked child gets EINVAL for the trid its forking thread was reading", "[stream]")
+TEST_CASE("a forked child gets EINVAL for the trid its forking thread was reading",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -488,7 +494,8 @@ TEST_CASE("a forked child gets EINVAL for the trid its forking thread was readin
 
 // ---- event types -------------------------------------------------------------------
 
-TEST_CASE("eventtypelist: system, thread, unnamed and every user event type; rewind", "[stream]")
+TEST_CASE("eventtypelist: system, thread, unnamed and every user event type; rewind",
+          "[stream][self-tracing]")
 {
     trace_event_id_t early = user_event("stream_api.typelist_early");
     auto stream = make_stream();
@@ -549,7 +556,8 @@ TEST_CASE("eventtypelist: system, thread, unnamed and every user event type; rew
     CHECK(posix_trace_eventtypelist_getnext_id(trid, &id, nullptr) == EINVAL);
 }
 
-TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buffer", "[stream]")
+TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buffer",
+          "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -588,7 +596,7 @@ TEST_CASE("eventid_get_name: exact names; EINVAL for an unnamed id or a NULL buf
     CHECK(posix_trace_eventid_get_name(trid, POSIX_TRACE_START, nullptr) == EINVAL);
 }
 
-TEST_CASE("trid_eventid_open and eventid_equal", "[stream]")
+TEST_CASE("trid_eventid_open and eventid_equal", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();

@@ -57,7 +57,7 @@ std::set<unsigned> programs_of_an_ended_stream(Attr &attributes)
 } // namespace
 
 TEST_CASE("reuse: the next stream of the process takes the programs the one before loaded",
-          "[reuse]")
+          "[reuse][self-tracing]")
 {
     start_with_no_program_held();
     Attr attributes;
@@ -74,7 +74,8 @@ TEST_CASE("reuse: the next stream of the process takes the programs the one befo
             std::vector<trace_event_id_t>{POSIX_TRACE_START, id, POSIX_TRACE_STOP});
 }
 
-TEST_CASE("reuse: nothing the stream before recorded or lost reaches the next one", "[reuse]")
+TEST_CASE("reuse: nothing the stream before recorded or lost reaches the next one",
+          "[reuse][self-tracing]")
 {
     Attr attributes;
     REQUIRE(posix_trace_attr_setstreamfullpolicy(attributes.get(), POSIX_TRACE_UNTIL_FULL) == 0);
@@ -114,7 +115,7 @@ TEST_CASE("reuse: nothing the stream before recorded or lost reaches the next on
 }
 
 TEST_CASE("reuse: the filter of the stream before and the programs it detached do not carry over",
-          "[reuse]")
+          "[reuse][self-tracing]")
 {
     Attr attributes;
     {
@@ -139,7 +140,8 @@ TEST_CASE("reuse: the filter of the stream before and the programs it detached d
     CHECK(switch_seen);
 }
 
-TEST_CASE("reuse: a stream of another size loads its own programs, and the others go", "[reuse]")
+TEST_CASE("reuse: a stream of another size loads its own programs, and the others go",
+          "[reuse][self-tracing]")
 {
     start_with_no_program_held();
     Attr small, large;
@@ -156,7 +158,8 @@ TEST_CASE("reuse: a stream of another size loads its own programs, and the other
           std::vector<trace_event_id_t>{POSIX_TRACE_START, id, POSIX_TRACE_STOP});
 }
 
-TEST_CASE("reuse: a child forked after a stream ended loads programs of its own", "[reuse]")
+TEST_CASE("reuse: a child forked after a stream ended loads programs of its own",
+          "[reuse][self-tracing]")
 {
     start_with_no_program_held();
     Attr attributes;
@@ -193,14 +196,15 @@ TEST_CASE("reuse: a child forked after a stream ended loads programs of its own"
     CHECK(status == 0);
 }
 
-TEST_CASE("reuse: programs no stream takes are released", "[reuse]")
+TEST_CASE("reuse: programs no stream takes are released", "[reuse][self-tracing]")
 {
     start_with_no_program_held();
     Attr attributes;
     CHECK(released_within(programs_of_an_ended_stream(attributes), std::chrono::seconds(20)));
 }
 
-TEST_CASE("reuse: the probes the user attached to a stream do not fire into the next", "[reuse]")
+TEST_CASE("reuse: the probes the user attached to a stream do not fire into the next",
+          "[reuse][self-tracing]")
 {
     start_with_no_program_held();
     Attr attributes;

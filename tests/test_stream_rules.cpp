@@ -55,7 +55,8 @@ std::vector<std::string> event_type_names(trace_id_t trid)
 
 } // namespace
 
-TEST_CASE("destroying the attributes object leaves the stream made from it as it was", "[stream]")
+TEST_CASE("destroying the attributes object leaves the stream made from it as it was",
+          "[stream][self-tracing]")
 {
     trace_attr_t attr;
     REQUIRE(posix_trace_attr_init(&attr) == 0);
@@ -88,7 +89,7 @@ TEST_CASE("destroying the attributes object leaves the stream made from it as it
 }
 
 TEST_CASE("posix_trace_event with no stream tracing the process records nothing anywhere",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     trace_event_id_t id = user_event("rules.untraced");
     for (int i = 0; i < 100; ++i)
@@ -104,7 +105,7 @@ TEST_CASE("posix_trace_event with no stream tracing the process records nothing 
     CHECK(number_of(user[0]) == 1000);
 }
 
-TEST_CASE("eventid_get_name gives the same name at every call", "[stream]")
+TEST_CASE("eventid_get_name gives the same name at every call", "[stream][self-tracing]")
 {
     StreamGuard stream = make_stream();
     trace_event_id_t id = user_event("rules.same_name");
@@ -121,7 +122,7 @@ TEST_CASE("eventid_get_name gives the same name at every call", "[stream]")
     }
 }
 
-TEST_CASE("clear keeps the event types, their names and the filter", "[stream]")
+TEST_CASE("clear keeps the event types, their names and the filter", "[stream][self-tracing]")
 {
     StreamGuard stream = make_stream();
     trace_event_id_t kept = user_event("rules.clear_kept");
@@ -157,7 +158,8 @@ TEST_CASE("clear keeps the event types, their names and the filter", "[stream]")
     CHECK(number_of(user[0]) == 42);
 }
 
-TEST_CASE("timedgetnext with an abstime already past returns the event that is ready", "[stream]")
+TEST_CASE("timedgetnext with an abstime already past returns the event that is ready",
+          "[stream][self-tracing]")
 {
     StreamGuard stream = make_stream();
     filter_thread_events(stream.get());
@@ -176,7 +178,8 @@ TEST_CASE("timedgetnext with an abstime already past returns the event that is r
     CHECK(second.info.posix_event_id == id);
 }
 
-TEST_CASE("an event read from a stream with log is taken out of it: the log never has it", "[log]")
+TEST_CASE("an event read from a stream with log is taken out of it: the log never has it",
+          "[log][self-tracing]")
 {
     TempFile file;
     Attr a;
@@ -211,7 +214,7 @@ TEST_CASE("an event read from a stream with log is taken out of it: the log neve
 }
 
 TEST_CASE("events whose max sizes add up to stream-min-size are all recorded, whatever the policy",
-          "[stream]")
+          "[stream][self-tracing]")
 {
     int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_UNTIL_FULL, POSIX_TRACE_FLUSH);
     INFO("stream full policy " << policy);
@@ -250,7 +253,8 @@ TEST_CASE("events whose max sizes add up to stream-min-size are all recorded, wh
     CHECK(status.posix_stream_overrun_status == POSIX_TRACE_NO_OVERRUN);
 }
 
-TEST_CASE("posix_spawn follows the inheritance policy as fork does", "[stream][inherit]")
+TEST_CASE("posix_spawn follows the inheritance policy as fork does",
+          "[stream][inherit][self-tracing]")
 {
     int inheritance = GENERATE(POSIX_TRACE_INHERITED, POSIX_TRACE_CLOSE_FOR_CHILD);
     INFO((inheritance == POSIX_TRACE_INHERITED ? "INHERITED" : "CLOSE_FOR_CHILD"));
@@ -279,7 +283,7 @@ TEST_CASE("posix_spawn follows the inheritance policy as fork does", "[stream][i
 // that emits at once after fork() and ends has its event in the stream,
 // every time, whether it ends with _exit or with exit (its atexit work).
 TEST_CASE("INHERITED: a child that emits at once after fork and ends is in the stream",
-          "[stream][inherit]")
+          "[stream][inherit][self-tracing]")
 {
     constexpr int kChildren = 1'000;
     Attr a;

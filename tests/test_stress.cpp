@@ -19,7 +19,7 @@ std::string stress_path()
 } // namespace
 
 TEST_CASE("stress: order, sequences, switches and loss accounting hold in every scenario",
-          "[stress]")
+          "[stress][self-tracing]")
 {
     Run list = run_shell(stress_path() + " --list");
     REQUIRE(list.status == 0);
@@ -38,7 +38,7 @@ TEST_CASE("stress: order, sequences, switches and loss accounting hold in every 
     CHECK(run.out.find("runs, 0 failed") != std::string::npos);
 }
 
-TEST_CASE("stress: bad arguments give a usage line and status 2", "[stress]")
+TEST_CASE("stress: bad arguments give a usage line and status 2", "[stress][self-tracing]")
 {
     Run run = run_shell(stress_path() + " --seconds 0");
     CHECK(run.status == 2);

@@ -77,7 +77,7 @@ using Delivered = std::multiset<std::pair<pid_t, uint64_t>>;
 } // namespace
 
 TEST_CASE("td masks: reported iff enabled and in the thread's mask or the global mask",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     SignalAgent s;
     td_thr_events_t catchsig = only(TD_CATCHSIG);
@@ -114,7 +114,7 @@ TEST_CASE("td masks: reported iff enabled and in the thread's mask or the global
 }
 
 TEST_CASE("td getmsg: one slot per thread, the latest overwrites, reading consumes",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     SignalAgent s;
     td_thr_events_t catchsig = only(TD_CATCHSIG);
@@ -146,7 +146,8 @@ TEST_CASE("td getmsg: one slot per thread, the latest overwrites, reading consum
     CHECK(td_ta_event_getmsg(s.agent, &msg) == TD_NOMSG);
 }
 
-TEST_CASE("td_ta_event_addr: one exported reporting function per event type", "[thread_events]")
+TEST_CASE("td_ta_event_addr: one exported reporting function per event type",
+          "[thread_events][self-tracing]")
 {
     SignalAgent s;
     std::set<uintptr_t> addresses;
@@ -164,7 +165,7 @@ TEST_CASE("td_ta_event_addr: one exported reporting function per event type", "[
     CHECK(addresses.size() == TD_MAX_EVENT_NUM);
 }
 
-TEST_CASE("td event set macros", "[thread_events]")
+TEST_CASE("td event set macros", "[thread_events][self-tracing]")
 {
     td_thr_events_t set;
     td_event_fillset(&set);
@@ -184,7 +185,7 @@ TEST_CASE("td event set macros", "[thread_events]")
     CHECK(td_eventisempty(&set));
 }
 
-TEST_CASE("td error codes", "[thread_events]")
+TEST_CASE("td error codes", "[thread_events][self-tracing]")
 {
     SignalAgent s;
     td_thr_events_t events = only(TD_CATCHSIG);
@@ -246,7 +247,7 @@ TEST_CASE("td error codes", "[thread_events]")
 }
 
 TEST_CASE("td_ta_new_pid: an agent with a stream of its own fills the message buffers",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"signals"});
     td_thragent_t *agent = nullptr;
@@ -267,7 +268,7 @@ TEST_CASE("td_ta_new_pid: an agent with a stream of its own fills the message bu
     workload.child.say("q\n");
 }
 
-TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_events]")
+TEST_CASE("td TD_NOCAPAB: the kernel's per-thread table is full", "[thread_events][self-tracing]")
 {
     // The table holds 65,536 threads a stream; shrunk to one here.
     ScopedEnvironment small("POSIXTRACE_TD_MAX_THREADS", "1");

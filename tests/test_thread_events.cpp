@@ -25,7 +25,7 @@
 using namespace thread_events_support;
 
 TEST_CASE("td_sleep counts a thread's voluntary switches; switchto and switchfrom pair up",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"sleeper", "300"});
     pid_t pid = workload.child.pid(), worker = workload.ready_tid(0);
@@ -77,7 +77,8 @@ static std::vector<uint64_t> idle_time_per_cpu()
     return idle;
 }
 
-TEST_CASE("td_idle: exactly the switches from the thread to the CPU's idle task", "[thread_events]")
+TEST_CASE("td_idle: exactly the switches from the thread to the CPU's idle task",
+          "[thread_events][self-tracing]")
 {
     Workload workload({"sleeper", "300"});
     pid_t pid = workload.child.pid(), worker = workload.ready_tid(0);
@@ -119,7 +120,7 @@ TEST_CASE("td_idle: exactly the switches from the thread to the CPU's idle task"
 }
 
 TEST_CASE("td_preempt counts involuntary switches of threads competing for one CPU",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"spinners", "300"});
     pid_t pid = workload.child.pid();
@@ -148,7 +149,7 @@ TEST_CASE("td_preempt counts involuntary switches of threads competing for one C
 }
 
 TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency tracks Threads:",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"threads", "64"});
     pid_t pid = workload.child.pid();
@@ -197,7 +198,8 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     CHECK(settled == 1);
 }
 
-TEST_CASE("td_catchsig: the signal and the thread it was delivered to", "[thread_events]")
+TEST_CASE("td_catchsig: the signal and the thread it was delivered to",
+          "[thread_events][self-tracing]")
 {
     Workload workload({"signals"});
     pid_t pid = workload.child.pid(), first = workload.ready_tid(0), second = workload.ready_tid(1);
@@ -216,7 +218,8 @@ TEST_CASE("td_catchsig: the signal and the thread it was delivered to", "[thread
           std::multiset<std::pair<pid_t, uint64_t>>{{first, SIGUSR1}, {second, SIGUSR2}});
 }
 
-TEST_CASE("td_lock_try: the waiting thread and the mutex's address", "[thread_events]")
+TEST_CASE("td_lock_try: the waiting thread and the mutex's address",
+          "[thread_events][self-tracing]")
 {
     Workload workload({"mutex"});
     pid_t pid = workload.child.pid(), waiter = workload.ready_tid(0);
@@ -235,7 +238,7 @@ TEST_CASE("td_lock_try: the waiting thread and the mutex's address", "[thread_ev
 }
 
 TEST_CASE("td_timeout: an expired pthread_cond_timedwait, with the condition's futex",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"timedwait"});
     pid_t pid = workload.child.pid(), waiter = workload.ready_tid(0);
@@ -257,7 +260,7 @@ TEST_CASE("td_timeout: an expired pthread_cond_timedwait, with the condition's f
 }
 
 TEST_CASE("td_pri_inherit: a PI mutex holder boosted to its waiter's SCHED_FIFO priority",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     Workload workload({"pi"});
     pid_t pid = workload.child.pid(), holder = workload.ready_tid(0);
@@ -299,7 +302,7 @@ bool program_loaded(const std::string &name, bpf_prog_type type)
 } // namespace
 
 TEST_CASE("raw tracepoints stand in for tp_btf: the same events, the same counts",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     // On a kernel whose BTF lacks a tracepoint's type the raw_tp twin of
     // each program is loaded; the variable forces that here.

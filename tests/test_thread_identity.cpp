@@ -99,14 +99,14 @@ int library_threads_stay_out()
 } // namespace
 
 TEST_CASE("the library's own threads are never traced nor counted in td_concurrency",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     CHECK(in_child(library_threads_stay_out) == 0);
 }
 
 // The child of a process whose drain thread runs has none of it.
 TEST_CASE("a forked child does not count its parent's library threads in td_concurrency",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     StreamGuard parent_stream = make_stream();
     REQUIRE(posix_trace_start(parent_stream.get()) == 0);
@@ -194,7 +194,7 @@ int tid_of_a_gone_library_thread_is_reused()
 } // namespace
 
 TEST_CASE("a thread that gets the tid of a library thread gone just before is traced",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     CHECK(in_child(tid_of_a_gone_library_thread_is_reused) == 0);
 }
@@ -341,7 +341,7 @@ int agent_settings_stay_with_their_thread(bool enable_second)
 } // namespace
 
 TEST_CASE("a thread agent's settings stay with their thread when its tid is handed out again",
-          "[thread_events]")
+          "[thread_events][self-tracing]")
 {
     SECTION("the next holder of the tid reports nothing of the first's settings")
     {

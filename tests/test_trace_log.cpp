@@ -25,7 +25,8 @@
 
 using namespace test_support;
 
-TEST_CASE("a stream with log writes a log that posix_trace_open reads back exactly", "[log]")
+TEST_CASE("a stream with log writes a log that posix_trace_open reads back exactly",
+          "[log][self-tracing]")
 {
     TempFile file;
     Attr a;
@@ -150,7 +151,8 @@ TEST_CASE("a stream with log writes a log that posix_trace_open reads back exact
     }
 }
 
-TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends it", "[log]")
+TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends it",
+          "[log][self-tracing]")
 {
     TempFile file;
     Attr a;
@@ -194,7 +196,8 @@ TEST_CASE("a log is for analysis: controller calls refuse its id, and close ends
     }
 }
 
-TEST_CASE("posix_trace_open refuses what is not a readable trace log with EINVAL", "[log]")
+TEST_CASE("posix_trace_open refuses what is not a readable trace log with EINVAL",
+          "[log][self-tracing]")
 {
     trace_id_t trid;
     CHECK(posix_trace_open(-1, &trid) == EINVAL);
@@ -231,7 +234,7 @@ TEST_CASE("posix_trace_open refuses what is not a readable trace log with EINVAL
     close(fds[1]);
 }
 
-TEST_CASE("posix_trace_create_withlog checks its descriptor", "[log]")
+TEST_CASE("posix_trace_create_withlog checks its descriptor", "[log][self-tracing]")
 {
     trace_id_t trid;
     CHECK(posix_trace_create_withlog(0, nullptr, -1, &trid) == EBADF);
@@ -292,7 +295,8 @@ TEST_CASE("posix_trace_create_withlog checks its descriptor", "[log]")
     }
 }
 
-TEST_CASE("the default stream full policy is FLUSH with a log and LOOP without", "[log]")
+TEST_CASE("the default stream full policy is FLUSH with a log and LOOP without",
+          "[log][self-tracing]")
 {
     auto policy_of = [](trace_id_t trid) {
         trace_attr_t attr;
@@ -361,7 +365,7 @@ TEST_CASE("the default stream full policy is FLUSH with a log and LOOP without",
     }
 }
 
-TEST_CASE("log full policies with a small log-max-size", "[log]")
+TEST_CASE("log full policies with a small log-max-size", "[log][self-tracing]")
 {
     const size_t count = 3000; // about 500 KB of events
     Attr a;
@@ -409,7 +413,7 @@ TEST_CASE("log full policies with a small log-max-size", "[log]")
     }
 }
 
-TEST_CASE("POSIX_TRACE_FLUSH: a full stream goes to the log, nothing lost", "[log]")
+TEST_CASE("POSIX_TRACE_FLUSH: a full stream goes to the log, nothing lost", "[log][self-tracing]")
 {
     Attr a;
     REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
@@ -462,7 +466,8 @@ TEST_CASE("POSIX_TRACE_FLUSH: a full stream goes to the log, nothing lost", "[lo
                             read.events[i].info.posix_timestamp));
 }
 
-TEST_CASE("posix_trace_flush runs in the background; its end shows in the status", "[log]")
+TEST_CASE("posix_trace_flush runs in the background; its end shows in the status",
+          "[log][self-tracing]")
 {
     Attr a;
     REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
@@ -508,7 +513,8 @@ TEST_CASE("posix_trace_flush runs in the background; its end shows in the status
     }
 }
 
-TEST_CASE("every event class goes through a log intact: USDT, thread, process, system", "[log]")
+TEST_CASE("every event class goes through a log intact: USDT, thread, process, system",
+          "[log][self-tracing]")
 {
     ChildConversation app({helper_path("own_probes")});
     REQUIRE(app.read_line() == "ready\n");

@@ -63,7 +63,7 @@ size_t missing_record_bytes(const std::vector<Event> &read, const std::vector<Ev
 
 } // namespace
 
-TEST_CASE("a log cut short or damaged never yields a wrong event", "[log]")
+TEST_CASE("a log cut short or damaged never yields a wrong event", "[log][self-tracing]")
 {
     Attr a;
     REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
@@ -140,7 +140,7 @@ size_t position_in(const Event &event, const std::vector<Event> &all)
 
 } // namespace
 
-TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log]")
+TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log][self-tracing]")
 {
     TempFile original, file;
     Attr a;
@@ -210,7 +210,8 @@ TEST_CASE("a log cut short reads up to the cut whatever its log policy", "[log]"
     }
 }
 
-TEST_CASE("a tracer killed while writing leaves a log whose complete blocks all read", "[log]")
+TEST_CASE("a tracer killed while writing leaves a log whose complete blocks all read",
+          "[log][self-tracing]")
 {
     std::string helper = helper_path("log_writer");
     std::mt19937 random(4242);
@@ -289,7 +290,7 @@ void emit_many(trace_id_t trid, size_t count)
 
 } // namespace
 
-TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log]")
+TEST_CASE("a log that runs out of room: ENOSPC and EFBIG", "[log][self-tracing]")
 {
     SECTION("ENOSPC at creation when the device cannot hold a LOOP log")
     {
@@ -424,7 +425,7 @@ std::vector<Event> read_through_error_event(trace_id_t trid, const timespec &dea
 } // namespace
 
 TEST_CASE("a log write error: every later event is counted lost and posix_trace_error tells",
-          "[log]")
+          "[log][self-tracing]")
 {
     SmallFileSystem fs(4u << 20);
     std::string path = fs.path("flush.log");
@@ -530,7 +531,8 @@ constexpr auto kHostileLogTimeLimit = 2s;
 
 } // namespace
 
-TEST_CASE("a crafted LOOP log header opens or is refused within seconds", "[log][hostile]")
+TEST_CASE("a crafted LOOP log header opens or is refused within seconds",
+          "[log][hostile][self-tracing]")
 {
     namespace format = posixtrace::log;
     Attr a;

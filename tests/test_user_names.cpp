@@ -55,7 +55,8 @@ std::string event_name_of(trace_id_t trid, trace_event_id_t id)
 
 } // namespace
 
-TEST_CASE("names: a short-lived process that names its events late is named live", "[names]")
+TEST_CASE("names: a short-lived process that names its events late is named live",
+          "[names][self-tracing]")
 {
     Run run = run_cli("record --json --events user -- " + helper_path("late_names"));
     REQUIRE(run.status == 0);
@@ -64,7 +65,7 @@ TEST_CASE("names: a short-lived process that names its events late is named live
 }
 
 TEST_CASE("names: a log written by record -o names every event, in dump and both exports",
-          "[names][log]")
+          "[names][log][self-tracing]")
 {
     std::string log = temp_path("names-log");
     Run record = run_cli("record --events user -o " + log + " -- " + helper_path("late_names"));
@@ -91,7 +92,8 @@ TEST_CASE("names: a log written by record -o names every event, in dump and both
     run_shell("rm -rf " + ctf);
 }
 
-TEST_CASE("names: exec'd images that number their names alike keep them apart", "[names]")
+TEST_CASE("names: exec'd images that number their names alike keep them apart",
+          "[names][self-tracing]")
 {
     std::string helper = helper_path("late_names");
     Run run = run_cli("record --inherit --json --events user -- /bin/sh -c '" + helper +
@@ -120,7 +122,7 @@ TEST_CASE("names: exec'd images that number their names alike keep them apart", 
 
 TEST_CASE("names: a child exec'ing a program linked with the tracing process's libposixtrace is "
           "traced from its first event",
-          "[names][inherit]")
+          "[names][inherit][self-tracing]")
 {
     // An inheriting stream attaches in an object for every process that
     // maps it: the exec'd image (named early.*, emitting at once) needs no
@@ -155,7 +157,7 @@ TEST_CASE("names: a child exec'ing a program linked with the tracing process's l
 }
 
 TEST_CASE("names: a parent and its child naming events after fork get distinct ids",
-          "[names][inherit]")
+          "[names][inherit][self-tracing]")
 {
     trace_attr_t attr;
     posix_trace_attr_init(&attr);
