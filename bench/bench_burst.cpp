@@ -175,8 +175,10 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     posix_trace_start(trid);
     double ns = emit_burst(id, total, threads);
     posix_trace_counters counters{};
+    posix_trace_loss_counters losses{};
     posix_trace_stop(trid);
     posix_trace_get_counters(trid, &counters);
+    posix_trace_get_loss_counters(trid, &losses);
     posix_trace_shutdown(trid);
     close(fd);
     fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -191,6 +193,8 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     posix_trace_close(log);
     close(fd);
     unlink(path);
+    std::printf("lost in a lane=%lu refused=%lu\n", (unsigned long)losses.ring_full,
+                (unsigned long)losses.refused);
     std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
     return 0;
