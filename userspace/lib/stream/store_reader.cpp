@@ -15,6 +15,8 @@ StoreReader::StoreReader(StreamStore &store, LossLedger &ledger, const FilterHis
 
 bool StoreReader::take_loss_report(pt_record &record, posix_trace_overflow_data &loss)
 {
+    if (!store_.report_due()) // the usual case, checked inline for every event read
+        return false;
     if (std::optional<LossReport> overwritten = store_.take_overwritten_report()) {
         loss = {overwritten->in_kernel + overwritten->in_stream, overwritten->in_kernel,
                 overwritten->in_stream};
