@@ -8,7 +8,7 @@
 namespace posixtrace {
 
 LogHandOff::LogHandOff(std::unique_ptr<log::LogWriter> log, const Parts &parts, Owner &owner)
-    : parts_(parts), store_(parts.store), ledger_(parts.ledger), owner_(owner), log_(std::move(log))
+    : parts_(parts), owner_(owner), log_(std::move(log))
 {
 }
 
@@ -22,11 +22,11 @@ uint64_t LogHandOff::handed_over_before_ns() const
                     parts_.realtime_offset_ns);
 }
 
-void LogHandOff::take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge)
+void LogHandOff::take_runs(LaneRuns::Judge judge)
 {
     if (!log_->runs_taken())
         return;
-    auto runs = std::make_unique<LaneRuns>(*log_, realtime_offset_ns);
+    auto runs = std::make_unique<LaneRuns>(*log_, parts_.realtime_offset_ns);
     if (!runs->valid())
         return; // the merge takes every record, as without a log
     runs_ = std::move(runs);
@@ -52,15 +52,15 @@ bool LogHandOff::move_all()
     };
     while (parts_.reader.take_loss_report(report, loss))
         append(report, &loss);
-    while (!store_.empty()) {
-        const pt_record &record = store_.front();
+    while (!parts_.store.empty()) {
+        const pt_record &record = parts_.store.front();
         append(record, record.data);
-        store_.pop();
+        parts_.store.pop();
     }
     if (runs_)
         runs_->hand_over_before(UINT64_MAX, later_ns);
-    store_.forget_beside();
-    parts_.full_policy.after_flush(store_);
+    parts_.store.forget_beside();
+    parts_.full_policy.after_flush(parts_.store);
     flushes_.push_back(log_->submit(later_ns));
     return true;
 }
@@ -83,17 +83,17 @@ std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
     if (!runs_ || log_->first_error() || read_with_getnext_)
         return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
     size_t bytes = size_t(chunk.to - chunk.from);
-    if (!store_.fits_beside(bytes) ||
+    if (!parts_.store.fits_beside(bytes) ||
         runs_->bytes_held() + bytes > LaneRuns::kHeldBytesBeforeFlush) {
         flush(parts_.merger.last_delivered_ns());
-        if (!store_.fits_beside(bytes))
+        if (!parts_.store.fits_beside(bytes))
             return std::nullopt; // a chunk larger than the stream: the merge takes it as it can
     }
     std::optional<LaneRuns::Taken> taken = runs_->take(chunk, judge_);
     if (!taken)
         return std::nullopt;
-    ledger_.count_recorded(taken->events);
-    store_.hold_beside(taken->bytes);
+    parts_.ledger.count_recorded(taken->events);
+    parts_.store.hold_beside(taken->bytes);
     return taken->latest_ns;
 }
 
@@ -105,8 +105,8 @@ std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
 void LogHandOff::account_failure()
 {
     if (uint64_t unwritten = log_->take_unwritten_events()) {
-        ledger_.take_back_recorded(unwritten);
-        ledger_.count_stream_loss(StreamLoss::Unwritten, unwritten);
+        parts_.ledger.take_back_recorded(unwritten);
+        parts_.ledger.count_stream_loss(StreamLoss::Unwritten, unwritten);
     }
     int err = log_->first_error();
     if (!err)
@@ -114,9 +114,9 @@ void LogHandOff::account_failure()
     // Runs held can go nowhere now; unlike the stream's events, they are
     // not read from the stream either.
     if (uint64_t held = runs_ ? runs_->drop_all() : 0) {
-        ledger_.take_back_recorded(held);
-        ledger_.count_stream_loss(StreamLoss::Unwritten, held);
-        store_.forget_beside();
+        parts_.ledger.take_back_recorded(held);
+        parts_.ledger.count_stream_loss(StreamLoss::Unwritten, held);
+        parts_.store.forget_beside();
     }
     if (error_reported_)
         return;
@@ -138,8 +138,8 @@ void LogHandOff::drop_for_failed_log()
         ++dropped;
     pt_record error_record{};
     std::optional<posix_trace_error_data> error;
-    while (!store_.empty()) {
-        const pt_record &record = store_.front();
+    while (!parts_.store.empty()) {
+        const pt_record &record = parts_.store.front();
         if (record.event_id == POSIX_TRACE_ERROR && record.data_len == sizeof *error) {
             error_record = record;
             error.emplace();
@@ -147,16 +147,16 @@ void LogHandOff::drop_for_failed_log()
         } else {
             ++dropped;
         }
-        store_.pop();
+        parts_.store.pop();
     }
     if (error)
-        store_.push(error_record, &*error); // already counted, already in realtime
+        parts_.store.push(error_record, &*error); // already counted, already in realtime
     if (runs_)
         dropped += runs_->drop_all();
-    store_.forget_beside();
-    ledger_.take_back_recorded(dropped);
-    ledger_.count_stream_loss(StreamLoss::Unwritten, dropped);
-    parts_.full_policy.after_flush(store_);
+    parts_.store.forget_beside();
+    parts_.ledger.take_back_recorded(dropped);
+    parts_.ledger.count_stream_loss(StreamLoss::Unwritten, dropped);
+    parts_.full_policy.after_flush(parts_.store);
 }
 
 // Log full policy UNTIL_FULL: the log's last event is a stop event, stamped
@@ -168,7 +168,7 @@ void LogHandOff::close_full_log(uint64_t timestamp_ns)
     posix_trace_stop_data cause{POSIX_TRACE_STOP_LOG_FULL};
     if (log_->append_closing_stop(
             parts_.system_events.record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause))
-        ledger_.count_recorded(); // an event of the stream's, as any other in the log
+        parts_.ledger.count_recorded(); // an event of the stream's, as any other in the log
     owner_.stop_for_full_log();
 }
 
@@ -211,14 +211,15 @@ log::FinalState LogHandOff::final_state() const
 {
     log::FinalState state{};
     state.status.posix_stream_status = POSIX_TRACE_SUSPENDED;
-    state.status.posix_stream_full_status = store_.full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    state.status.posix_stream_full_status =
+        parts_.store.full() ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
     state.status.posix_stream_overrun_status =
-        ledger_.overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+        parts_.ledger.overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
     state.status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
     state.status.posix_stream_flush_error = log_->first_error(); // the log's own status: close()
-    state.recorded = ledger_.counters().recorded;
-    state.lost_in_kernel = ledger_.counters().lost_in_kernel;
-    state.lost_in_stream = ledger_.counters().lost_in_stream;
+    state.recorded = parts_.ledger.counters().recorded;
+    state.lost_in_kernel = parts_.ledger.counters().lost_in_kernel;
+    state.lost_in_stream = parts_.ledger.counters().lost_in_stream;
     state.types = parts_.event_types.named();
     return state;
 }

@@ -57,7 +57,7 @@ public:
 
     // Whole lane chunks become runs of the log from now on, judged by
     // `judge`, if the log takes runs.
-    void take_runs(int64_t realtime_offset_ns, LaneRuns::Judge judge);
+    void take_runs(LaneRuns::Judge judge);
     bool takes_runs() const { return runs_ != nullptr; }
     // A reader reads the stream with getnext: what it reads is what the
     // merge delivers, so no chunk becomes a run from now on.
@@ -97,8 +97,6 @@ private:
     uint64_t handed_over_before_ns() const;
 
     Parts parts_;
-    StreamStore &store_;
-    LossLedger &ledger_;
     Owner &owner_;
     // Before the log: its writing thread may write from a run's memory
     // until the log is gone.

@@ -138,7 +138,7 @@ void Stream::take_lane_runs_locked()
                    pipeline_->user_ids().keeps_id(record);
         },
         [this](uint32_t id) { return event_types_->name_of(id); }};
-    log_->take_runs(realtime_offset_ns_, std::move(judge));
+    log_->take_runs(std::move(judge));
 }
 
 Stream::~Stream()

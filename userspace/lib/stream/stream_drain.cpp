@@ -11,10 +11,10 @@ namespace posixtrace {
 // margin, or until a record still being written is committed.
 std::optional<timespec> StreamDrain::timeout()
 {
-    DrainSchedule::State state{
-        merger().behind(), flush_waiting(), parts_.phase == StreamPhase::Running,
-        !parts_.system_events.empty() || merger().holding() ||
-            (parts_.recording.has_kernel() && parts_.rescan.pending(parts_.recording.kernel()))};
+    DrainSchedule::State state{merger().behind(), flush_waiting(),
+                               parts_.phase == StreamPhase::Running,
+                               !parts_.system_events.empty() || merger().holding() ||
+                                   parts_.rescan.pending(parts_.recording.kernel())};
     DrainSchedule::Sleep sleep = schedule_.next(state);
     if (sleep.starts_dozing)
         parts_.recording.doze();
@@ -32,8 +32,8 @@ void StreamDrain::pass()
             queue_loss_window(*window);
     });
     parts_.pipeline.refresh();
-    if (probes())
-        parts_.rescan.look(now, parts_.recording.kernel(), *parts_.recording.probes());
+    if (ProbeAttacher *attacher = parts_.recording.probes())
+        parts_.rescan.look(now, parts_.recording.kernel(), *attacher);
     read_losses(now);
     merge(now);
     last_pass_ns_ = now;
