@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -91,6 +92,36 @@ struct Burst {
     posix_trace_counters counters{};
 };
 
+// Threads that wait to be let go, then run their work. Whatever ends the
+// test (a failed REQUIRE as well), they are let go and joined.
+class HeldEmitters {
+public:
+    ~HeldEmitters() { join(); }
+    void add(std::function<void()> work)
+    {
+        threads_.emplace_back([this, work = std::move(work)] {
+            while (!go_.load())
+                std::this_thread::yield();
+            work();
+            done_.fetch_add(1);
+        });
+    }
+    void let_go() { go_ = true; }
+    bool all_done() const { return done_.load() == int(threads_.size()); }
+    void join()
+    {
+        let_go();
+        for (auto &thread : threads_)
+            if (thread.joinable())
+                thread.join();
+    }
+
+private:
+    std::atomic<bool> go_{false};
+    std::atomic<int> done_{0};
+    std::vector<std::thread> threads_;
+};
+
 // `threads` threads emit `each` numbered events flat out into a FLUSH
 // stream of `stream_size` bytes with a log of `log_policy`, the drain held
 // until they are done (the lanes hold 32 MiB at least).
@@ -106,28 +137,22 @@ Burst burst_into_log(int log_policy, int threads, int each, size_t stream_size,
     StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
     id = user_event("runs.numbered");
     REQUIRE(posix_trace_start(stream.get()) == 0);
-    std::atomic<bool> go{false};
-    std::atomic<int> done{0};
-    std::vector<std::thread> emitters;
+    HeldEmitters emitters;
     for (int t = 0; t < threads; ++t)
-        emitters.emplace_back([=, &go, &done] {
-            while (!go.load())
-                std::this_thread::yield();
+        emitters.add([=] {
             for (int i = 0; i < each; ++i)
                 emit_numbered(id, t, i);
-            done.fetch_add(1);
         });
     {
         // The drain waits until the burst is over, so that it finds whole
         // chunks to hand over as runs however fast it would have read them
         // one by one. The caller spins: blocked, it would let the drain run.
         DrainStarved starved;
-        go = true;
-        while (done.load() < threads) {
+        emitters.let_go();
+        while (!emitters.all_done()) {
         }
     }
-    for (auto &emitter : emitters)
-        emitter.join();
+    emitters.join();
     REQUIRE(posix_trace_stop(stream.get()) == 0);
     Burst burst;
     REQUIRE(posix_trace_get_counters(stream.get(), &burst.counters) == 0);
