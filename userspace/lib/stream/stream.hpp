@@ -11,39 +11,19 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
-#include "events/event_names.hpp"
 #include "events/readable_trace.hpp"
-#include "events/stream_user_events.hpp"
 #include "kernel/kernel_program.hpp"
-#include "log/log_writer.hpp"
-#include "sources/kernel/kernel_source.hpp"
-#include "sources/lanes/lane_source.hpp"
-#include "stages/filter_history.hpp"
-#include "stages/record_pipeline.hpp"
-#include "store/loss_ledger.hpp"
-#include "store/stream_store.hpp"
-#include "stream/lane_runs.hpp"
-#include "stream/log_hand_off.hpp"
-#include "stream/process_rescan.hpp"
-#include "stream/recording.hpp"
-#include "stream/ring_merger.hpp"
-#include "stream/store_reader.hpp"
-#include "stream/stream_drain.hpp"
-#include "stream/stream_event_types.hpp"
-#include "stream/stream_intake.hpp"
-#include "stream/system_event_queue.hpp"
-#include "stream/system_slots.hpp"
+#include "stream/stream_parts.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/library_threads.hpp"
 #include "util/tracked_mutex.hpp"
-#include "util/unique_fd.hpp"
 
 namespace posixtrace {
 
-// A trace stream, the façade of <trace.h>'s calls over its parts: its
-// recording (Recording), the drain thread's passes from there into the
-// stream or its log (StreamDrain), the store and its full policy, the
-// losses' ledger, and the readers' side of getnext. One lock guards them.
+// A trace stream, the façade of <trace.h>'s calls over its parts
+// (StreamParts): the lock they are used under, the drain thread, the
+// stream's phase and the controls that change it, the readers' wait, and
+// the hand-off to its log.
 class Stream final : public ReadableTrace, private LogHandOff::Owner, private StreamIntake::Owner {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
@@ -113,8 +93,6 @@ private:
     bool running() const { return phase_ == StreamPhase::Running; }
     bool shut_down() const { return phase_ == StreamPhase::ShutDown; }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
-    int open_log(int log_fd, size_t run_bytes_wanted, std::unique_ptr<log::LogWriter> &out);
-    void take_lane_runs_locked();
     void stop_locked(std::unique_lock<TrackedMutex> &lock);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
     // LogHandOff::Owner, under the lock.
@@ -124,11 +102,7 @@ private:
     void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
     void set_kernel_state_locked(pt_stream_state state);
-    KernelProgram &kernel() { return recording_.kernel(); }
-    ProbeAttacher *probes() { return recording_.probes(); }
-    RingMerger &merger() { return recording_.merger(); }
-    const RingMerger &merger() const { return recording_.merger(); }
-    int select_thread_event_programs_locked();
+    KernelProgram &kernel() { return parts_.recording.kernel(); }
     void auto_restart_locked();
     void cancel_auto_restart_locked();
     void count_refused_recorded_locked(uint64_t now_ns);
@@ -137,33 +111,16 @@ private:
     void resume_running_locked();
     void update_readable_locked();
     int read_locked(const EventDestination &to);
-
-    Attributes attributes_{};
-    pid_t creator_pid_ = 0;
-    pid_t target_pid_ = 0;
-    SystemSlot slot_;
-    Recording recording_;
-    std::unique_ptr<StreamStore> store_;
-    std::unique_ptr<FullPolicy> full_policy_;
-    std::optional<StreamIntake> intake_; // into store_, once the stream is set up
-    LossLedger ledger_;
-    std::optional<StreamDrain> drain_;  // once the stream is set up
-    std::optional<StoreReader> reader_; // into the store, once there is one
-    LibraryThreads::Thread drain_thread_;
+    void account_log_failure_locked();
 
     mutable TrackedMutex mutex_;
     StreamPhase phase_ = StreamPhase::Suspended;
-    FilterHistory filters_;
-    std::optional<SystemEventQueue> system_events_;
-    int64_t realtime_offset_ns_ = 0; // realtime - monotonic, sampled at creation
-    std::unique_ptr<StreamUserEvents> user_events_;
-    std::unique_ptr<StreamEventTypes> event_types_;
-    std::optional<SharedUserEventNames> shared_names_;
-    // The stages between the merge and the store.
-    std::unique_ptr<RecordPipeline> pipeline_;
-    // Every traced process looked at when lifecycle records were lost.
-    std::unique_ptr<ProcessRescan> rescan_;
-    std::unique_ptr<LogHandOff> log_; // a stream with a trace log
+    Attributes attributes_{};
+    pid_t creator_pid_ = 0;
+    pid_t target_pid_ = 0;
+    StreamParts parts_;
+    // Last: it stops before the parts it uses go.
+    LibraryThreads::Thread drain_thread_;
 };
 
 } // namespace posixtrace

@@ -14,11 +14,11 @@ void Stream::auto_restart_locked()
 {
     uint64_t now = monotonic_now();
     count_refused_recorded_locked(now);
-    store_->set_full(false);
-    if (LossReport refused = store_->take_refused(); refused.any())
-        drain_->queue_loss(refused, now);
-    drain_->queue_system_event(POSIX_TRACE_START, now, nullptr, 0);
-    pipeline_->cut_offs().accept_after(now);
+    parts_.store->set_full(false);
+    if (LossReport refused = parts_.store->take_refused(); refused.any())
+        parts_.drain->queue_loss(refused, now);
+    parts_.drain->queue_system_event(POSIX_TRACE_START, now, nullptr, 0);
+    parts_.pipeline->cut_offs().accept_after(now);
     resume_running_locked();
 }
 
@@ -31,7 +31,7 @@ void Stream::cancel_auto_restart_locked()
     set_kernel_state_locked(PT_STREAM_SUSPENDED);
     uint64_t now = monotonic_now();
     count_refused_recorded_locked(now);
-    pipeline_->cut_offs().accept_after(now);
+    parts_.pipeline->cut_offs().accept_after(now);
     phase_ = StreamPhase::Suspended;
 }
 
@@ -40,10 +40,10 @@ void Stream::cancel_auto_restart_locked()
 // held for the report the next start makes.
 void Stream::count_refused_recorded_locked(uint64_t now_ns)
 {
-    drain_->account_refusals(now_ns, recording_.refused_while_full());
-    uint64_t lost = drain_->discard_recorded();
-    store_->add_refused(lost);
-    ledger_.count_stream_loss(StreamLoss::Refused, lost);
+    parts_.drain->account_refusals(now_ns, parts_.recording.refused_while_full());
+    uint64_t lost = parts_.drain->discard_recorded();
+    parts_.store->add_refused(lost);
+    parts_.ledger.count_stream_loss(StreamLoss::Refused, lost);
 }
 
 // StreamIntake::Owner, under the lock.
@@ -55,7 +55,7 @@ void Stream::stop_recording_while_full()
 
 void Stream::flush_to_log(uint64_t timestamp_ns)
 {
-    log_->flush(timestamp_ns); // everything goes to the log
+    parts_.log->flush(timestamp_ns); // everything goes to the log
 }
 
 } // namespace posixtrace

@@ -19,18 +19,19 @@ namespace posixtrace {
 int Stream::flush()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down() || !log_)
+    if (shut_down() || !parts_.log)
         return EINVAL;
-    if (int err = log_->first_error())
+    if (int err = parts_.log->first_error())
         return err;
     uint64_t now = monotonic_now();
     flush_locked(lock, now); // what the kernel recorded until now is in the stream
     if (shut_down())
         return EINVAL;
     // Its start after what it took (events stamped after `now` perhaps).
-    if (!log_->flush(std::max<uint64_t>(now, merger().last_delivered_ns()))) {
+    if (!parts_.log->flush(
+            std::max<uint64_t>(now, parts_.recording.merger().last_delivered_ns()))) {
         update_readable_locked(); // the log failed meanwhile: no flush started
-        return log_->first_error();
+        return parts_.log->first_error();
     }
     if (phase_ == StreamPhase::StoppedFull)
         auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
@@ -43,12 +44,12 @@ int Stream::flush()
 void Stream::flush_log_before_exec()
 {
     std::unique_lock lock(mutex_);
-    if (shut_down() || !log_ || log_->first_error())
+    if (shut_down() || !parts_.log || parts_.log->first_error())
         return;
     flush_locked(lock, monotonic_now());
     if (shut_down())
         return;
-    log_->move_all();
+    parts_.log->move_all();
     wait_for_flushes_locked(lock);
 }
 
@@ -56,7 +57,7 @@ void Stream::flush_log_before_exec()
 // go meanwhile (the writer does not take it, a shutdown may).
 void Stream::wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock)
 {
-    while (!shut_down() && log_->flushes_pending()) {
+    while (!shut_down() && parts_.log->flushes_pending()) {
         lock.unlock();
         usleep(100);
         lock.lock();

@@ -13,13 +13,13 @@ namespace posixtrace {
 
 void Stream::update_readable_locked()
 {
-    if (reader_)
-        reader_->update_readable(shut_down());
+    if (parts_.reader)
+        parts_.reader->update_readable(shut_down());
 }
 
 int Stream::read_locked(const EventDestination &to)
 {
-    switch (reader_->read(to)) {
+    switch (parts_.reader->read(to)) {
     case StoreReader::Read::Nothing:
         return EAGAIN;
     case StoreReader::Read::Report:
@@ -27,10 +27,10 @@ int Stream::read_locked(const EventDestination &to)
     case StoreReader::Read::Event:
         break;
     }
-    if (store_->empty() && phase_ == StreamPhase::StoppedFull)
+    if (parts_.store->empty() && phase_ == StreamPhase::StoppedFull)
         auto_restart_locked();
     else
-        full_policy_->after_read(*store_);
+        parts_.full_policy->after_read(*parts_.store);
     return 0;
 }
 
@@ -42,8 +42,8 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
             std::lock_guard lock(mutex_);
             if (shut_down())
                 return EINVAL;
-            if (log_)
-                log_->read_with_getnext();
+            if (parts_.log)
+                parts_.log->read_with_getnext();
             int err = read_locked(to);
             update_readable_locked();
             if (err == 0) {
@@ -68,7 +68,7 @@ int Stream::next_event(const EventDestination &to, int *unavailable, WaitMode mo
             timeout = to_timespec(deadline - now);
             wait_for = &timeout;
         }
-        pollfd readable{reader_->readable_fd(), POLLIN, 0};
+        pollfd readable{parts_.reader->readable_fd(), POLLIN, 0};
         if (ppoll(&readable, 1, wait_for, nullptr) < 0 && errno == EINTR) {
             *unavailable = 1;
             return EINTR;
