@@ -19,7 +19,10 @@
 //   life-pid CYCLES      the same with streams of two child processes in
 //                        turn, traced by pid, each emitting the event
 // Each prints one line of key=value: ns_per_event (in the emitting threads),
-// kept (the events read back), lost (as the stream reports it); for `life`,
+// kept (the events read back), lost (as the stream reports it); for memory
+// and log, tracer_cpu_per_event_ns first (the CPU the process spent beyond
+// its emitting threads until the stream stopped, or, with a log, until it
+// was shut down and the log written, per event); for `life`,
 // the median and the largest milliseconds of create, start and shutdown.
 #include <fcntl.h>
 #include <posix_trace/events.h>
@@ -84,21 +87,55 @@ Kept read_all(trace_id_t trid, trace_event_id_t id, bool from_log)
     return kept;
 }
 
+uint64_t cpu_ns(clockid_t clock)
+{
+    timespec now;
+    clock_gettime(clock, &now);
+    return uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
+}
+
 // THREADS threads emit `total` events together, flat out; the mean ns an
-// event in the emitting threads.
-double emit_burst(trace_event_id_t id, long total, int threads)
+// event in the emitting threads. `emitters_cpu_ns`, if given, adds the CPU
+// time the emitting threads spent.
+double emit_burst(trace_event_id_t id, long total, int threads, uint64_t *emitters_cpu_ns = nullptr)
 {
     std::vector<double> ns(size_t(threads), 0);
+    std::vector<uint64_t> cpu(size_t(threads), 0);
     std::vector<std::thread> emitters;
     for (int t = 0; t < threads; ++t)
-        emitters.emplace_back([&, t] { ns[size_t(t)] = emit_payload64(id, total / threads); });
+        emitters.emplace_back([&, t] {
+            uint64_t began = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+            ns[size_t(t)] = emit_payload64(id, total / threads);
+            cpu[size_t(t)] = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - began;
+        });
     for (auto &emitter : emitters)
         emitter.join();
     double mean = 0;
     for (double each : ns)
         mean += each / threads;
+    for (uint64_t each : cpu)
+        if (emitters_cpu_ns)
+            *emitters_cpu_ns += each;
     return mean;
 }
+
+// What recording cost beyond the emitting threads: the CPU the process
+// spent from its construction to tracer_ns_per_event() (the drain and log
+// threads, and the calls that stop the stream and flush it), less the
+// emitters' own, per event emitted.
+class TracerCpu {
+public:
+    TracerCpu() : began_(cpu_ns(CLOCK_PROCESS_CPUTIME_ID)) {}
+    uint64_t emitters_ns = 0;
+    double ns_per_event(long events) const
+    {
+        uint64_t spent = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - began_;
+        return double(spent > emitters_ns ? spent - emitters_ns : 0) / double(events);
+    }
+
+private:
+    uint64_t began_;
+};
 
 trace_attr_t attributes(size_t stream_bytes, int policy)
 {
@@ -128,13 +165,16 @@ int burst_in_memory(trace_event_id_t id, int threads, long total)
     trace_id_t trid;
     if (!start_memory_stream(trid))
         return 1;
-    double ns = emit_burst(id, total, threads);
+    TracerCpu tracer;
+    double ns = emit_burst(id, total, threads, &tracer.emitters_ns);
     posix_trace_stop(trid);
+    double tracer_ns = tracer.ns_per_event(total);
     Kept kept = read_all(trid, id, false);
     posix_trace_counters counters{};
     posix_trace_get_counters(trid, &counters);
     posix_trace_shutdown(trid);
-    std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
+    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns,
+                ns, (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
     return 0;
 }
@@ -173,13 +213,15 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     }
     filter_out_thread_events(trid);
     posix_trace_start(trid);
-    double ns = emit_burst(id, total, threads);
+    TracerCpu tracer;
+    double ns = emit_burst(id, total, threads, &tracer.emitters_ns);
     posix_trace_counters counters{};
     posix_trace_loss_counters losses{};
     posix_trace_stop(trid);
     posix_trace_get_counters(trid, &counters);
     posix_trace_get_loss_counters(trid, &losses);
-    posix_trace_shutdown(trid);
+    posix_trace_shutdown(trid); // the last flush is written
+    double tracer_ns = tracer.ns_per_event(total);
     close(fd);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     trace_id_t log;
@@ -195,7 +237,8 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     unlink(path);
     std::printf("lost in a lane=%lu refused=%lu\n", (unsigned long)losses.ring_full,
                 (unsigned long)losses.refused);
-    std::printf("ns_per_event=%.1f kept=%lu lost=%lu\n", ns, (unsigned long)kept.events,
+    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns,
+                ns, (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
     return 0;
 }

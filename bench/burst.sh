@@ -14,40 +14,47 @@ trap 'rm -rf "$log"' EXIT
 
 source "$(dirname "$0")/common.sh"
 
-# label, command printing "ns_per_event=.. kept=..": median ns and the
-# smallest and largest kept over the runs; a failed run is said, never hidden.
+# label, command printing "tracer_cpu_per_event_ns=.. ns_per_event=..
+# kept=..": the medians of the ns and of the tracer's CPU, and the smallest
+# and largest kept over the runs; a failed run is said, never hidden.
 burst_row() {
     local label=$1; shift
-    local costs=() kept=() line
+    local costs=() tracer=() kept=() line
     for _ in $(seq "$runs"); do
         line=$("$@" 2>&1 | tail -n 1)
         if [[ ! $line =~ ns_per_event=[0-9.]+.*kept=[0-9]+ ]]; then
-            printf "| %-52s | %9s | %-27s |\n" "$label" "-" "failed: ${line:-no output}"
+            printf "| %-52s | %9s | %10s | %-27s |\n" "$label" "-" "-" "failed: ${line:-no output}"
             return
         fi
         costs+=("$(echo "$line" | field ns_per_event)")
+        tracer+=("$(echo "$line" | field tracer_cpu_per_event_ns)")
         kept+=("$(echo "$line" | field kept)")
     done
     local least most
     least=$(printf '%s\n' "${kept[@]}" | sort -n | head -1)
     most=$(printf '%s\n' "${kept[@]}" | sort -n | tail -1)
-    printf "| %-52s | %9.1f | %12d – %12d |\n" "$label" \
-        "$(printf '%s\n' "${costs[@]}" | median)" "$least" "$most"
+    printf "| %-52s | %9.1f | %10.1f | %12d – %12d |\n" "$label" \
+        "$(printf '%s\n' "${costs[@]}" | median)" "$(printf '%s\n' "${tracer[@]}" | median)" \
+        "$least" "$most"
 }
 
 # LTTng's kept: what it was given less what it says it discarded.
 lttng_burst() { # threads [COUNTxSIZE sub-buffers]
     local line
     line=$(SUBBUFS=${2:-} bench/lttng/run_lttng.sh "$build" "$events" "$1") || return
-    echo "ns_per_event=$(echo "$line" | awk '{print $1}') kept=$((events - $(echo "$line" | field discarded)))"
+    echo "tracer_cpu_per_event_ns=$(echo "$line" | field tracer_cpu_per_event_ns)" \
+        "ns_per_event=$(echo "$line" | awk '{print $1}') kept=$((events - $(echo "$line" | field discarded)))"
 }
 
 echo "A burst of $events user events of 64 bytes, flat out; ns/event in the emitting"
-echo "threads (median of $runs runs) and the events read back (least – most of the runs)"
+echo "threads (median of $runs runs); the tracer's CPU beyond them, ns/event (median:"
+echo "posixtrace's drain and log threads and the calls that stop and flush the stream,"
+echo "LTTng's consumer daemons until \`lttng stop\` returns); and the events read back"
+echo "(least – most of the runs)"
 echo "machine: $(nproc) CPUs, $(uname -r)"
 echo
-printf "| %-52s | %9s | %-27s |\n" "case" "ns/event" "kept"
-printf "|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..29})"
+printf "| %-52s | %9s | %10s | %-27s |\n" "case" "ns/event" "tracer CPU" "kept"
+printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..29})"
 for threads in 1 2; do
     burst_row "posixtrace, 512 MiB UNTIL_FULL stream, $threads thread(s)" "$bin" memory "$threads" "$events"
     burst_row "posixtrace, 64 MiB FLUSH stream + log, $threads thread(s)" "$bin" log "$threads" "$events" "$log/burst.log"
