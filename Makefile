@@ -126,6 +126,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/stream/system_event_queue.o \
                  $(BUILD)/obj/userspace/lib/stream/stream_intake.o \
                  $(BUILD)/obj/userspace/lib/stream/store_reader.o \
+                 $(BUILD)/obj/userspace/lib/log/block_encoder.o \
                  $(BUILD)/obj/userspace/lib/events/event_destination.o \
                  $(BUILD)/obj/userspace/lib/stages/hidden_wakeups.o \
                  $(BUILD)/obj/userspace/lib/stages/record_pipeline.o \

@@ -4,6 +4,24 @@
 #include <cstring>
 
 namespace posixtrace::log {
+namespace {
+
+// A payload is a few dozen bytes: whole 16-byte words, the last one
+// overlapping the one before. The compiler's own copy of a length it
+// cannot see starts with a string instruction slow to start.
+void copy_payload(uint8_t *to, const uint8_t *from, size_t length)
+{
+    if (length < 16) {
+        for (size_t at = 0; at < length; ++at)
+            to[at] = from[at];
+        return;
+    }
+    for (size_t at = 0; at + 16 < length; at += 16)
+        std::memcpy(to + at, from + at, 16);
+    std::memcpy(to + length - 16, from + length - 16, 16);
+}
+
+} // namespace
 
 BlockEncoder::BlockEncoder(uint8_t *memory, size_t capacity)
     : memory_(memory), size_(kBlockHeaderSize), capacity_(capacity)
@@ -44,8 +62,9 @@ void BlockEncoder::add_name(uint32_t id, const std::string &name)
     ++records_;
 }
 
-void BlockEncoder::add_event(const pt_record &record, const void *data)
+void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns)
 {
+    uint64_t timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + stamp_offset_ns);
     size_t length = std::min<size_t>(record.data_len, kMaxEventData);
     size_t used = kEventRecordHeader + length, size = padded8(used);
     uint8_t *out = grow(size); // every byte is written below
@@ -55,16 +74,14 @@ void BlockEncoder::add_event(const pt_record &record, const void *data)
     store<uint16_t>(out + 6, record.flags & PT_RECORD_TRUNCATED ? kEventTruncated : 0);
     store<uint32_t>(out + 8, record.event_id);
     store<uint32_t>(out + 12, uint32_t(length));
-    store<uint64_t>(out + 16, record.timestamp_ns);
+    store<uint64_t>(out + 16, timestamp_ns);
     store<uint32_t>(out + 24, record.pid);
     store<uint32_t>(out + 28, record.tid);
     store<uint64_t>(out + 32, record.thread_id);
     store<uint64_t>(out + 40, record.prog_address);
-    if (length)
-        std::memcpy(out + kEventRecordHeader, data, length);
-    first_ns_ =
-        events_ == 0 ? record.timestamp_ns : std::min<uint64_t>(first_ns_, record.timestamp_ns);
-    last_ns_ = std::max<uint64_t>(last_ns_, record.timestamp_ns);
+    copy_payload(out + kEventRecordHeader, static_cast<const uint8_t *>(data), length);
+    first_ns_ = events_ == 0 ? timestamp_ns : std::min<uint64_t>(first_ns_, timestamp_ns);
+    last_ns_ = std::max<uint64_t>(last_ns_, timestamp_ns);
     ++records_;
     ++events_;
 }

@@ -43,7 +43,9 @@ public:
     // The caller checked room() for them.
     void add_name(uint32_t id, const std::string &name);
     // `record.timestamp_ns` as the log holds it (CLOCK_REALTIME).
-    void add_event(const pt_record &record, const void *data);
+    // `stamp_offset_ns` is added to the record's stamp (a lane's monotonic
+    // stamp made realtime), so a record is encoded where it lies.
+    void add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns = 0);
     // Logs whose blocks may overlap in time: every event stamped before
     // `complete_below_ns` is in this block or an earlier one. Its room is
     // kept apart from `capacity`.

@@ -84,9 +84,7 @@ void LaneRuns::encode(const RingMerger::Chunk &chunk,
             for (const auto &[id, name] : names)
                 if (id == record.event_id)
                     block.add_name(id, name);
-        pt_record stamped = record;
-        stamped.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
-        block.add_event(stamped, record.data);
+        block.add_event(record, record.data, realtime_offset_ns_);
     }
 }
 
