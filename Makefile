@@ -202,6 +202,11 @@ $(BUILD)/bench/usdt_reference: bench/reference/usdt_reference.cpp $(BUILD)/gen/u
 	@mkdir -p $(@D)
 	$(CXX) -O2 -g -std=c++20 $(WARNINGS) -I$(BUILD)/gen -o $@ $< -lbpf -lelf -lz -pthread
 
+# The floor of the log's side: no posixtrace code, the log's checksum.
+$(BUILD)/bench/bench_log_floor: bench/bench_log_floor.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LDFLAGS) -ldeflate -pthread
+
 $(BUILD)/bench/%: bench/%.cpp bench/bench_support.hpp $(SHLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -o $@ $< -L$(BUILD)/lib -lposixtrace $(RPATH) $(LDFLAGS)

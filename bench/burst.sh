@@ -64,6 +64,15 @@ for threads in 1 2; do
     fi
 done
 
+if [ -x "$build/bench/bench_log_floor" ]; then
+    floor=$("$build/bench/bench_log_floor" "$log")
+    echo
+    echo "The least a log's side costs here, whatever its design (CPU ns an event; no"
+    echo "posixtrace code): taking the records another CPU just wrote, a whole chunk"
+    echo "at a time $(echo "$floor" | field take_whole) or each re-encoded $(echo "$floor" | field take_each);" \
+        "the log's checksum $(echo "$floor" | field checksum); write() into a file $(echo "$floor" | field write)"
+fi
+
 echo
 echo "POSIX_TRACE_LOOP: the same burst into a 1 MiB LOOP stream, read after the stop;"
 echo "it must end with the newest event (the last of its thread): runs that did, of $runs"
