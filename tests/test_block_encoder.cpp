@@ -5,6 +5,7 @@
 
 #include <posix_trace/events.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -59,7 +60,7 @@ TEST_CASE("block encoder: an event's data, any length, lands whole and padded wi
         REQUIRE(block.bytes() == kBlockHeaderSize + size);
         CHECK(load<uint16_t>(record + 4) == kRecordEvent);
         CHECK(load<uint32_t>(record + 12) == length);
-        REQUIRE(std::memcmp(record + kEventRecordHeader, data.data(), length) == 0);
+        REQUIRE(std::equal(data.begin(), data.end(), record + kEventRecordHeader));
         for (size_t at = kEventRecordHeader + length; at < size; ++at)
             REQUIRE(record[at] == 0);
         CHECK(memory[kBlockHeaderSize + size] == 0xee); // nothing written past it
