@@ -102,7 +102,6 @@ private:
     void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
     void set_kernel_state_locked(pt_stream_state state);
-    KernelProgram &kernel() { return parts_.recording.kernel(); }
     void auto_restart_locked();
     void cancel_auto_restart_locked();
     void count_refused_recorded_locked(uint64_t now_ns);

@@ -144,7 +144,7 @@ int Stream::decode_usdt_string(const std::string &probe, unsigned index)
     auto id = parts_.recording.probes()->usdt_id(probe);
     if (!id)
         return ENOENT;
-    kernel().set_usdt_string_argument(*id, index);
+    parts_.recording.kernel().set_usdt_string_argument(*id, index);
     return 0;
 }
 
@@ -153,7 +153,7 @@ bool Stream::control_thread_events(const std::function<void(KernelProgram &)> &c
     std::lock_guard lock(mutex_);
     if (shut_down())
         return false;
-    change(kernel());
+    change(parts_.recording.kernel());
     return true;
 }
 
