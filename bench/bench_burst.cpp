@@ -113,8 +113,8 @@ double emit_burst(trace_event_id_t id, long total, int threads, uint64_t *emitte
     double mean = 0;
     for (double each : ns)
         mean += each / threads;
-    for (uint64_t each : cpu)
-        if (emitters_cpu_ns)
+    if (emitters_cpu_ns)
+        for (uint64_t each : cpu)
             *emitters_cpu_ns += each;
     return mean;
 }
@@ -173,8 +173,8 @@ int burst_in_memory(trace_event_id_t id, int threads, long total)
     posix_trace_counters counters{};
     posix_trace_get_counters(trid, &counters);
     posix_trace_shutdown(trid);
-    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns,
-                ns, (unsigned long)kept.events,
+    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns, ns,
+                (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
     return 0;
 }
@@ -237,8 +237,8 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     unlink(path);
     std::printf("lost in a lane=%lu refused=%lu\n", (unsigned long)losses.ring_full,
                 (unsigned long)losses.refused);
-    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns,
-                ns, (unsigned long)kept.events,
+    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns, ns,
+                (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
     return 0;
 }

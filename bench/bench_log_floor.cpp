@@ -73,7 +73,7 @@ double take_chunks(bool whole)
             written.store(chunk + 1, std::memory_order_release);
         }
     });
-    uint64_t spent = 0, checksum = 0;
+    uint64_t spent = 0;
     size_t out_at = 0;
     for (uint64_t chunk = 0; chunk < total; ++chunk) {
         while (written.load(std::memory_order_acquire) <= chunk) {
@@ -97,7 +97,6 @@ double take_chunks(bool whole)
                 std::memcpy(to + 24, &record.pid, 8);
                 std::memcpy(to + 32, &record.thread_id, 16);
                 std::memcpy(to + 48, from + 8 + sizeof record, kDataBytes);
-                checksum += record.timestamp_ns;
                 out_at += kLoggedBytes;
             }
         }
@@ -107,9 +106,13 @@ double take_chunks(bool whole)
         taken.store(chunk + 1, std::memory_order_release);
     }
     writer.join();
-    if (checksum == 1) // keeps the reads
-        std::puts("");
     return double(spent) / double(total * kRecordsPerChunk);
+}
+
+// As the log writer does: the block's CRC-32 in its header.
+void store_crc(std::vector<uint8_t> &block, uint32_t crc)
+{
+    std::memcpy(block.data() + 4, &crc, sizeof crc);
 }
 
 // The log writer's own part: a checksum and a write() per block.
@@ -122,11 +125,10 @@ bool checksum_and_write(const std::string &dir, double &checksum_ns, double &wri
     std::vector<uint8_t> block(kBlockBytes, 0xab);
     size_t blocks = kEvents * kLoggedBytes / kBlockBytes;
     uint64_t summed = 0, wrote = 0;
-    uint32_t crc = 0;
     bool ok = true;
     for (size_t i = 0; i < blocks && ok; ++i) {
         uint64_t began = thread_cpu_ns();
-        crc ^= libdeflate_crc32(0, block.data(), block.size());
+        store_crc(block, libdeflate_crc32(0, block.data() + 8, block.size() - 8));
         uint64_t checked = thread_cpu_ns();
         ok = write(fd, block.data(), block.size()) == ssize_t(block.size());
         wrote += thread_cpu_ns() - checked;
@@ -136,7 +138,7 @@ bool checksum_and_write(const std::string &dir, double &checksum_ns, double &wri
     unlink(path.c_str());
     checksum_ns = double(summed) / double(kEvents);
     write_ns = double(wrote) / double(kEvents);
-    return ok && crc != 1;
+    return ok;
 }
 
 } // namespace

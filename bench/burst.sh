@@ -30,12 +30,15 @@ burst_row() {
         tracer+=("$(echo "$line" | field tracer_cpu_per_event_ns)")
         kept+=("$(echo "$line" | field kept)")
     done
-    local least most
+    local least most tracer_median=-
     least=$(printf '%s\n' "${kept[@]}" | sort -n | head -1)
     most=$(printf '%s\n' "${kept[@]}" | sort -n | tail -1)
-    printf "| %-52s | %9.1f | %10.1f | %12d – %12d |\n" "$label" \
-        "$(printf '%s\n' "${costs[@]}" | median)" "$(printf '%s\n' "${tracer[@]}" | median)" \
-        "$least" "$most"
+    # A run that could not measure it says nothing: no figure then, not 0.
+    if ! printf '%s\n' "${tracer[@]}" | grep -qx ''; then
+        tracer_median=$(printf '%.1f' "$(printf '%s\n' "${tracer[@]}" | median)")
+    fi
+    printf "| %-52s | %9.1f | %10s | %12d – %12d |\n" "$label" \
+        "$(printf '%s\n' "${costs[@]}" | median)" "$tracer_median" "$least" "$most"
 }
 
 # LTTng's kept: what it was given less what it says it discarded.
@@ -65,12 +68,15 @@ for threads in 1 2; do
 done
 
 if [ -x "$build/bench/bench_log_floor" ]; then
-    floor=$("$build/bench/bench_log_floor" "$log")
     echo
-    echo "The least a log's side costs here, whatever its design (CPU ns an event; no"
-    echo "posixtrace code): taking the records another CPU just wrote, a whole chunk"
-    echo "at a time $(echo "$floor" | field take_whole) or each re-encoded $(echo "$floor" | field take_each);" \
-        "the log's checksum $(echo "$floor" | field checksum); write() into a file $(echo "$floor" | field write)"
+    if floor=$("$build/bench/bench_log_floor" "$log" 2>&1); then
+        echo "The least a log's side costs here, whatever its design (CPU ns an event; no"
+        echo "posixtrace code): taking the records another CPU just wrote, a whole chunk"
+        echo "at a time $(echo "$floor" | field take_whole) or each re-encoded $(echo "$floor" | field take_each);" \
+            "the log's checksum $(echo "$floor" | field checksum); write() into a file $(echo "$floor" | field write)"
+    else
+        echo "The floor of a log's side: failed: $floor"
+    fi
 fi
 
 echo
