@@ -32,8 +32,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
-    StreamParts::Holder holder{static_cast<StreamIntake::Owner &>(*this),
-                               static_cast<LogHandOff::Owner &>(*this), phase_};
+    StreamParts::Holder holder{controls_, controls_, controls_.phase()};
     if (int err = parts_.assemble(target, attributes_, log_fd, holder))
         return err;
     drain_thread_ =
@@ -74,45 +73,12 @@ bool Stream::owned_by_this_process() const
 
 // ---- control -------------------------------------------------------------
 
-pt_record Stream::system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const
-{
-    return parts_.system_events->record(id, timestamp_ns, size);
-}
-
-void Stream::set_kernel_state_locked(pt_stream_state state)
-{
-    parts_.recording.set_state(state);
-    if (parts_.drain)
-        parts_.drain->note_recording_state(state, monotonic_now());
-}
-
-// The drain thread sleeps without a timeout while the stream is suspended:
-// it must be woken to go back to its periodic drain.
-void Stream::resume_running_locked()
-{
-    phase_ = StreamPhase::Running;
-    set_kernel_state_locked(PT_STREAM_RUNNING);
-    parts_.recording.wake();
-}
-
-void Stream::flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns)
-{
-    parts_.drain->flush(lock, until_ns, [this] { return shut_down(); });
-}
-
 int Stream::start()
 {
     std::unique_lock lock(mutex_);
     if (shut_down())
         return EINVAL;
-    if (running() || parts_.store->full())
-        return 0; // POSIX: no event, no change
-    uint64_t now = monotonic_now();
-    if (LossReport refused = parts_.store->take_refused(); refused.any())
-        parts_.drain->queue_loss(refused, now);
-    parts_.drain->queue_system_event(POSIX_TRACE_START, now, nullptr, 0);
-    parts_.drain->note_started(now);
-    resume_running_locked();
+    controls_.start();
     return 0;
 }
 
@@ -121,27 +87,8 @@ int Stream::stop()
     std::unique_lock lock(mutex_);
     if (shut_down())
         return EINVAL;
-    stop_locked(lock);
+    controls_.stop(lock);
     return 0;
-}
-
-void Stream::stop_locked(std::unique_lock<TrackedMutex> &lock)
-{
-    // An explicit stop wins over a restart: automatic, or at clear.
-    if (phase_ == StreamPhase::StoppedFull)
-        cancel_auto_restart_locked();
-    if (phase_ != StreamPhase::Running) {
-        phase_ = StreamPhase::Suspended;
-        return;
-    }
-    // Suspended first, then stamped: a record the kernel stamps after the
-    // change is discarded there, so every recorded event precedes this one.
-    set_kernel_state_locked(PT_STREAM_SUSPENDED);
-    phase_ = StreamPhase::Suspended;
-    uint64_t now = monotonic_now();
-    posix_trace_stop_data cause{POSIX_TRACE_STOP_BY_CALL};
-    parts_.drain->queue_system_event(POSIX_TRACE_STOP, now, &cause, sizeof cause);
-    flush_locked(lock, now);
 }
 
 int Stream::clear()
@@ -149,24 +96,7 @@ int Stream::clear()
     std::unique_lock lock(mutex_);
     if (shut_down())
         return EINVAL;
-    // What was recorded until now is gone, and so are the losses counted
-    // until now; a record stamped earlier that is still being written is
-    // dropped when it comes. The cut-off is read last: nothing recorded
-    // after it is discarded.
-    SourceLosses counted = parts_.recording.losses();
-    uint64_t misses = parts_.recording.kernel().recursion_misses_total();
-    parts_.drain->discard_recorded();
-    uint64_t now = monotonic_now();
-    parts_.pipeline->cut_offs().clear_before(now);
-    parts_.pipeline->hidden_wakeups().distrust_until(now);
-    parts_.pipeline->hidden_wakeups().forget_all();
-    parts_.system_events->clear();
-    parts_.store->clear();
-    parts_.ledger.clear(counted, misses, now);
-    if (parts_.log)
-        parts_.log->clear();
-    if (phase_ == StreamPhase::StoppedFull || phase_ == StreamPhase::StoppedLogFull)
-        resume_running_locked();
+    controls_.clear();
     update_readable_locked();
     return 0;
 }
@@ -185,15 +115,13 @@ int Stream::shutdown()
             wait_for_flushes_locked(lock);
             parts_.log->note_flushes_done();
             bool was_running = running();
-            stop_locked(lock); // drains the rings when it stops a running stream
+            controls_.stop(lock); // drains the rings when it stops a running stream
             if (!was_running)
-                flush_locked(lock, monotonic_now());
+                controls_.flush(lock, monotonic_now());
             parts_.log->move_all();
             final_state = parts_.log->final_state();
         }
-        if (parts_.recording.has_kernel())
-            set_kernel_state_locked(PT_STREAM_SUSPENDED);
-        phase_ = StreamPhase::ShutDown;
+        controls_.shut_down_now();
         update_readable_locked();
     }
     if (parts_.drain)

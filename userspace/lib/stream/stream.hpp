@@ -13,6 +13,7 @@
 #include "attributes/attributes.hpp"
 #include "events/readable_trace.hpp"
 #include "kernel/kernel_program.hpp"
+#include "stream/stream_controls.hpp"
 #include "stream/stream_parts.hpp"
 #include "usdt/probe_attacher.hpp"
 #include "util/library_threads.hpp"
@@ -21,10 +22,9 @@
 namespace posixtrace {
 
 // A trace stream, the façade of <trace.h>'s calls over its parts
-// (StreamParts): the lock they are used under, the drain thread, the
-// stream's phase and the controls that change it, the readers' wait, and
-// the hand-off to its log.
-class Stream final : public ReadableTrace, private LogHandOff::Owner, private StreamIntake::Owner {
+// (StreamParts) and its controls (StreamControls): the lock they are used
+// under, the drain thread, the readers' wait, and the hand-off to its log.
+class Stream final : public ReadableTrace {
 public:
     // `log_fd` >= 0: a stream with a trace log written to that descriptor.
     static int create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
@@ -90,34 +90,21 @@ public:
     void rewind_event_types() override;
 
 private:
-    bool running() const { return phase_ == StreamPhase::Running; }
-    bool shut_down() const { return phase_ == StreamPhase::ShutDown; }
+    bool running() const { return controls_.running(); }
+    bool shut_down() const { return controls_.shut_down(); }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
-    void stop_locked(std::unique_lock<TrackedMutex> &lock);
     void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
-    // LogHandOff::Owner, under the lock.
-    void stop_for_full_log() override;
-    // StreamIntake::Owner, under the lock.
-    void stop_recording_while_full() override;
-    void flush_to_log(uint64_t timestamp_ns) override;
     void drain_loop(std::stop_token stop);
-    void set_kernel_state_locked(pt_stream_state state);
-    void auto_restart_locked();
-    void cancel_auto_restart_locked();
-    void count_refused_recorded_locked(uint64_t now_ns);
-    pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override;
-    void flush_locked(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
-    void resume_running_locked();
     void update_readable_locked();
     int read_locked(const EventDestination &to);
     void account_log_failure_locked();
 
     mutable TrackedMutex mutex_;
-    StreamPhase phase_ = StreamPhase::Suspended;
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
     pid_t target_pid_ = 0;
     StreamParts parts_;
+    StreamControls controls_{parts_};
     // Last: it stops before the parts it uses go.
     LibraryThreads::Thread drain_thread_;
 };

@@ -24,7 +24,7 @@ int Stream::flush()
     if (int err = parts_.log->first_error())
         return err;
     uint64_t now = monotonic_now();
-    flush_locked(lock, now); // what the kernel recorded until now is in the stream
+    controls_.flush(lock, now); // what the kernel recorded until now is in the stream
     if (shut_down())
         return EINVAL;
     // Its start after what it took (events stamped after `now` perhaps).
@@ -33,8 +33,7 @@ int Stream::flush()
         update_readable_locked(); // the log failed meanwhile: no flush started
         return parts_.log->first_error();
     }
-    if (phase_ == StreamPhase::StoppedFull)
-        auto_restart_locked(); // an UNTIL_FULL stream emptied by the flush runs again
+    controls_.after_flush_to_log();
     update_readable_locked();
     return 0;
 }
@@ -46,7 +45,7 @@ void Stream::flush_log_before_exec()
     std::unique_lock lock(mutex_);
     if (shut_down() || !parts_.log || parts_.log->first_error())
         return;
-    flush_locked(lock, monotonic_now());
+    controls_.flush(lock, monotonic_now());
     if (shut_down())
         return;
     parts_.log->move_all();
@@ -62,17 +61,6 @@ void Stream::wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock)
         usleep(100);
         lock.lock();
     }
-}
-
-// The log's last event is its stop event: the stream stops too, so the
-// kernel records nothing the log would discard; posix_trace_clear or
-// posix_trace_start runs it again.
-void Stream::stop_for_full_log()
-{
-    if (phase_ != StreamPhase::Running)
-        return;
-    set_kernel_state_locked(PT_STREAM_SUSPENDED);
-    phase_ = StreamPhase::StoppedLogFull;
 }
 
 } // namespace posixtrace

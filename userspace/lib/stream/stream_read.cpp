@@ -27,10 +27,7 @@ int Stream::read_locked(const EventDestination &to)
     case StoreReader::Read::Event:
         break;
     }
-    if (parts_.store->empty() && phase_ == StreamPhase::StoppedFull)
-        auto_restart_locked();
-    else
-        parts_.full_policy->after_read(*parts_.store);
+    controls_.after_read();
     return 0;
 }
 

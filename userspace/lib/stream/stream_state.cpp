@@ -16,30 +16,7 @@ int Stream::set_filter(const trace_event_set_t &set, int how)
     std::unique_lock lock(mutex_);
     if (shut_down())
         return EINVAL;
-    trace_event_set_t updated = parts_.filters.current();
-    if (!change_event_set(updated, set, how))
-        return EINVAL;
-    posix_trace_filter_data change{parts_.filters.current(), updated};
-    // A thread event the new filter lets through needs its program attached
-    // first: if the kernel refuses, the old filter stays and the caller is
-    // told.
-    parts_.filters.set_current(updated);
-    if (int err = parts_.select_thread_event_programs()) {
-        parts_.filters.set_current(change.old_filter);
-        parts_.select_thread_event_programs();
-        return err;
-    }
-    // In two steps around the filter event's stamp: what the new filter
-    // excludes stops before it, what it admits starts after it. So no event
-    // on either side of it contradicts it.
-    parts_.recording.set_filter(event_set_union(updated, change.old_filter));
-    uint64_t now = monotonic_now();
-    parts_.recording.set_filter(updated);
-    parts_.filters.took_effect(change.old_filter, now);
-    parts_.drain->distrust_sleeps();
-    if (running())
-        parts_.drain->queue_system_event(POSIX_TRACE_FILTER, now, &change, sizeof change);
-    return 0;
+    return controls_.set_filter(set, how);
 }
 
 trace_event_set_t Stream::filter() const
