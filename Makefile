@@ -127,6 +127,9 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/stream/stream_intake.o \
                  $(BUILD)/obj/userspace/lib/stream/store_reader.o \
                  $(BUILD)/obj/userspace/lib/log/block_encoder.o \
+                 $(BUILD)/obj/userspace/lib/log/log_writer.o \
+                 $(BUILD)/obj/userspace/lib/log/log_writer_thread.o \
+                 $(BUILD)/obj/userspace/lib/stream/lane_runs.o \
                  $(BUILD)/obj/userspace/lib/events/event_destination.o \
                  $(BUILD)/obj/userspace/lib/stages/hidden_wakeups.o \
                  $(BUILD)/obj/userspace/lib/stages/record_pipeline.o \

@@ -89,3 +89,33 @@ TEST_CASE("block encoder: an event's fields, its stamp moved by the offset given
     CHECK(block.first_ns() == 2000);
     CHECK(block.last_ns() == 1'005'000);
 }
+
+TEST_CASE("block encoder: what was added after a mark is taken back, its names too",
+          "[block-encoder]")
+{
+    std::vector<uint8_t> memory(BlockEncoder::memory_for(4096));
+    BlockEncoder block(memory.data(), 4096);
+    std::vector<uint8_t> data = numbered_bytes(20);
+    const uint32_t kept_id = POSIX_TRACE_USER_EVENT_FIRST, taken_back_id = kept_id + 1;
+    block.add_name(kept_id, "kept");
+    block.add_event(event_with(20, 5000), data.data());
+    BlockEncoder::Mark mark = block.mark();
+
+    block.add_name(taken_back_id, "taken back");
+    pt_record later = event_with(20, 9000);
+    later.event_id = taken_back_id;
+    block.add_event(later, data.data());
+    block.add_event(event_with(20, 1000), data.data());
+    uint32_t named_since[] = {taken_back_id};
+    block.roll_back(mark, named_since);
+
+    CHECK(block.bytes() == mark.size);
+    CHECK(block.events() == 1);
+    CHECK(block.first_ns() == 5000);
+    CHECK(block.last_ns() == 5000);
+    CHECK(block.named(kept_id));
+    CHECK_FALSE(block.named(taken_back_id));
+    std::span<uint8_t> bytes = block.finish(1);
+    CHECK(bytes.size() == mark.size);
+    CHECK(load<uint32_t>(bytes.data() + 20) == 2); // the name and the event before the mark
+}

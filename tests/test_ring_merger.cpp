@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "memory_ring_support.hpp"
 #include "stream/record_ring.hpp"
 #include "stream/ring_merger.hpp"
 
@@ -21,62 +22,6 @@ using posixtrace::RingMerger;
 using posixtrace::SystemEvent;
 
 namespace {
-
-// A ring in ordinary memory, large enough that no test wraps it (so it
-// need not be mapped twice), written here and read by RecordRing's own code.
-class MemoryRing final : public RecordRing {
-public:
-    MemoryRing()
-    {
-        view(&consumer_, &producer_, reinterpret_cast<uint8_t *>(words_.get()), kBytes);
-    }
-
-    // Reserves a record (busy) with `data_len` bytes of data; its position.
-    uint64_t reserve(uint32_t data_len)
-    {
-        uint64_t position = producer_;
-        uint32_t length = uint32_t(sizeof(pt_record)) + data_len;
-        header(position) = length | BPF_RINGBUF_BUSY_BIT;
-        producer_ += span_of(length);
-        return position;
-    }
-    // Stamps and commits the record reserved at `position`.
-    void commit(uint64_t position, uint64_t timestamp_ns, uint32_t event_id = 100)
-    {
-        pt_record &record = record_at(position);
-        record = {};
-        record.timestamp_ns = timestamp_ns;
-        record.event_id = event_id;
-        header(position) &= ~BPF_RINGBUF_BUSY_BIT;
-    }
-    void discard(uint64_t position)
-    {
-        header(position) = (header(position) & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT;
-    }
-    uint64_t write(uint64_t timestamp_ns)
-    {
-        uint64_t position = reserve(0);
-        commit(position, timestamp_ns);
-        return position;
-    }
-
-private:
-    static constexpr size_t kBytes = 1 << 16;
-
-    uint32_t &header(uint64_t position) const
-    {
-        REQUIRE(position + BPF_RINGBUF_HDR_SZ + sizeof(pt_record) <= kBytes);
-        return *reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(words_.get()) + position);
-    }
-    pt_record &record_at(uint64_t position) const
-    {
-        return *reinterpret_cast<pt_record *>(reinterpret_cast<uint8_t *>(words_.get()) + position +
-                                              BPF_RINGBUF_HDR_SZ);
-    }
-
-    std::unique_ptr<uint64_t[]> words_ = std::make_unique<uint64_t[]>(kBytes / 8);
-    uint64_t producer_ = 0, consumer_ = 0;
-};
 
 // A merge of `count` memory rings, added at time `added_ns`, and what it
 // delivers.

@@ -96,6 +96,18 @@ void BlockEncoder::add_watermark(uint64_t complete_below_ns)
     ++records_;
 }
 
+void BlockEncoder::roll_back(const Mark &mark, std::span<const uint32_t> named_since)
+{
+    size_ = mark.size;
+    records_ = mark.records;
+    events_ = mark.events;
+    first_ns_ = mark.first_ns;
+    last_ns_ = mark.last_ns;
+    for (uint32_t id : named_since)
+        if (id < named_.size())
+            named_[id] = false;
+}
+
 std::span<uint8_t> BlockEncoder::finish(uint64_t sequence)
 {
     uint8_t *header = memory_;

@@ -50,6 +50,17 @@ public:
     // `complete_below_ns` is in this block or an earlier one. Its room is
     // kept apart from `capacity`.
     void add_watermark(uint64_t complete_below_ns);
+    // What the block holds at a point, to take back what was added after it
+    // (the names added since included).
+    struct Mark {
+        size_t size;
+        uint32_t records;
+        uint32_t events;
+        uint64_t first_ns;
+        uint64_t last_ns;
+    };
+    Mark mark() const { return {size_, records_, events_, first_ns_, last_ns_}; }
+    void roll_back(const Mark &mark, std::span<const uint32_t> named_since);
     // Fills in the header: the block's bytes, in place.
     std::span<uint8_t> finish(uint64_t sequence);
 

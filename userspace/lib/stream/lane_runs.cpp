@@ -29,13 +29,17 @@ LaneRuns::LaneRuns(log::LogWriter &log, int64_t realtime_offset_ns)
 }
 
 // A record still being written, or any the stream would not take as it is,
-// and the chunk stays with the merge: it judges each record there.
-bool LaneRuns::measure(const RingMerger::Chunk &chunk, const Judge &judge, Measured &measured) const
+// and the chunk stays with the merge: it judges each record there. The
+// records are encoded as they are judged, in one pass; the caller takes
+// them back if one is refused.
+bool LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns)
 {
+    log::BlockEncoder &block = open_->block;
     bool first = true;
-    uint32_t numbered_id = UINT32_MAX; // the latest id judged: a chunk has few
+    uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
     for (uint64_t at = chunk.from; at < chunk.to;) {
         RecordRing::Record next = chunk.ring.at(at);
+        uint64_t rest = chunk.to - at;
         at += next.size;
         if (next.slot == RecordRing::Slot::Busy)
             return false;
@@ -46,75 +50,58 @@ bool LaneRuns::measure(const RingMerger::Chunk &chunk, const Judge &judge, Measu
             (record.timestamp_ns < chunk.not_before_ns || !judge.kept(record.timestamp_ns)))
             return false;
         first = false;
-        if (record.event_id != numbered_id) {
-            if (!judge.as_numbered(record))
+        if (record.event_id != judged_id) {
+            if (!judge.as_numbered(record) || !name(record.event_id, rest, judge))
                 return false;
-            numbered_id = record.event_id;
-            if (std::find(measured.ids.begin(), measured.ids.end(), numbered_id) ==
-                measured.ids.end())
-                measured.ids.push_back(numbered_id);
+            judged_id = record.event_id;
         }
-        measured.event_bytes += log::BlockEncoder::event_record_bytes(record.data_len);
-        measured.latest_ns = record.timestamp_ns;
+        block.add_event(record, record.data, realtime_offset_ns_);
+        latest_ns = record.timestamp_ns;
     }
     return true;
 }
 
-size_t LaneRuns::names_bytes(const std::vector<std::pair<uint32_t, std::string>> &names,
-                             const log::BlockEncoder &block) const
-{
-    size_t bytes = 0;
-    for (const auto &[id, name] : names)
-        if (!block.named(id))
-            bytes += log::BlockEncoder::name_record_bytes(name);
-    return bytes;
-}
-
-void LaneRuns::encode(const RingMerger::Chunk &chunk,
-                      const std::vector<std::pair<uint32_t, std::string>> &names)
+// A user event's name is in the run before its first event. A record takes
+// no more bytes in the run than in its lane: `rest_bound`, the lane's bytes
+// from this record on, is room enough for the rest of the chunk.
+static_assert(PT_RING_HEADER_SIZE + PT_RECORD_HEADER_SIZE >= log::kEventRecordHeader);
+bool LaneRuns::name(uint32_t id, size_t rest_bound, const Judge &judge)
 {
     log::BlockEncoder &block = open_->block;
-    for (uint64_t at = chunk.from; at < chunk.to;) {
-        RecordRing::Record next = chunk.ring.at(at);
-        at += next.size;
-        if (next.slot != RecordRing::Slot::Committed)
-            continue;
-        const pt_record &record = *next.record;
-        if (!block.named(record.event_id))
-            for (const auto &[id, name] : names)
-                if (id == record.event_id)
-                    block.add_name(id, name);
-        block.add_event(record, record.data, realtime_offset_ns_);
-    }
+    if (id < POSIX_TRACE_USER_EVENT_FIRST || block.named(id))
+        return true;
+    std::optional<std::string> name = judge.name_of(id);
+    if (!name)
+        return true;
+    if (log::BlockEncoder::name_record_bytes(*name) + rest_bound > block.room())
+        return false; // more names than a run holds: the merge takes them
+    block.add_name(id, *name);
+    named_by_take_.push_back(id);
+    return true;
 }
 
 std::optional<LaneRuns::Taken> LaneRuns::take(const RingMerger::Chunk &chunk, const Judge &judge)
 {
-    Measured measured;
-    if (!valid() ||
-        open_in_log_bytes_ + bytes_held_ + size_t(chunk.to - chunk.from) > kMostOpenBytes ||
-        !measure(chunk, judge, measured))
+    size_t lane_bytes = size_t(chunk.to - chunk.from);
+    if (!valid() || open_in_log_bytes_ + bytes_held_ + lane_bytes > kMostOpenBytes)
         return std::nullopt;
-    std::vector<std::pair<uint32_t, std::string>> names;
-    for (uint32_t id : measured.ids)
-        if (id >= POSIX_TRACE_USER_EVENT_FIRST)
-            if (std::optional<std::string> name = judge.name_of(id))
-                names.emplace_back(id, std::move(*name));
-    if (!open_ || measured.event_bytes + names_bytes(names, open_->block) > open_->block.room()) {
+    if (!open_ || lane_bytes > open_->block.room()) {
         close_run();
-        if (!open_run())
+        if (!open_run() || lane_bytes > open_->block.room())
             return std::nullopt; // every slot is held or being written
     }
     log::BlockEncoder &block = open_->block;
-    size_t before = block.bytes();
-    if (measured.event_bytes + names_bytes(names, block) > block.room())
-        return std::nullopt; // more names than a run holds: the merge takes them
-    uint32_t events_before = block.events();
-    encode(chunk, names);
-    size_t added = block.bytes() - before;
+    log::BlockEncoder::Mark before = block.mark();
+    named_by_take_.clear();
+    uint64_t latest_ns = 0;
+    if (!encode(chunk, judge, latest_ns)) {
+        block.roll_back(before, named_by_take_);
+        return std::nullopt;
+    }
+    size_t added = block.bytes() - before.size;
     bytes_held_ += added;
-    events_held_ += block.events() - events_before;
-    return Taken{added, block.events() - events_before, measured.latest_ns};
+    events_held_ += block.events() - before.events;
+    return Taken{added, block.events() - before.events, latest_ns};
 }
 
 std::optional<size_t> LaneRuns::free_slot()

@@ -75,16 +75,8 @@ private:
         log::BlockEncoder block;
         size_t slot;
     };
-    struct Measured {
-        size_t event_bytes = 0;
-        uint64_t latest_ns = 0;
-        std::vector<uint32_t> ids;
-    };
-    bool measure(const RingMerger::Chunk &chunk, const Judge &judge, Measured &measured) const;
-    size_t names_bytes(const std::vector<std::pair<uint32_t, std::string>> &names,
-                       const log::BlockEncoder &block) const;
-    void encode(const RingMerger::Chunk &chunk,
-                const std::vector<std::pair<uint32_t, std::string>> &names);
+    bool encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns);
+    bool name(uint32_t id, size_t rest_bound, const Judge &judge);
     bool open_run();
     void close_run();
     std::optional<size_t> free_slot();
@@ -100,6 +92,7 @@ private:
     // order they were handed over (and are written).
     std::deque<std::pair<size_t, uint64_t>> written_slots_;
     std::optional<Run> open_;
+    std::vector<uint32_t> named_by_take_; // by the take under way, undone if it fails
     std::vector<Run> held_; // sorted by first stamp once the flush begins
     // Runs handed over with events at or past the latest watermark: their
     // latest stamp and their bytes.

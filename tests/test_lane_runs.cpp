@@ -1,0 +1,139 @@
+// A FLUSH stream's runs (LaneRuns) taking a lane's chunk whole, alone: a
+// chunk is taken entire or not at all, and one refused halfway leaves the
+// run as it was, names included. The whole path, lanes to log, is tested
+// end to end in test_log_runs.cpp.
+#include <catch2/catch.hpp>
+
+#include <posix_trace/events.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "log/log_writer.hpp"
+#include "memory_ring_support.hpp"
+#include "stream/lane_runs.hpp"
+
+using posixtrace::LaneRuns;
+using posixtrace::RingMerger;
+using posixtrace::log::BlockEncoder;
+using posixtrace::log::LogWriter;
+
+namespace {
+
+const uint32_t kFirstId = POSIX_TRACE_USER_EVENT_FIRST, kSecondId = kFirstId + 1;
+
+// A log on an unlinked file, taking runs.
+struct RunsToLog {
+    RunsToLog()
+    {
+        char path[] = "/tmp/posixtrace-lane-runs-XXXXXX";
+        fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        unlink(path);
+        posixtrace::Attributes attributes = posixtrace::Attributes::defaults();
+        attributes.stream_full_policy = POSIX_TRACE_FLUSH;
+        REQUIRE(LogWriter::create(fd, attributes, getpid(), {}, LaneRuns::kRunBytesAtLeast, {},
+                                  log) == 0);
+        REQUIRE(log->runs_taken());
+        runs = std::make_unique<LaneRuns>(*log, 0);
+        REQUIRE(runs->valid());
+    }
+    ~RunsToLog()
+    {
+        runs.reset();
+        log.reset();
+        close(fd);
+    }
+
+    int fd = -1;
+    std::unique_ptr<LogWriter> log;
+    std::unique_ptr<LaneRuns> runs;
+    std::map<uint32_t, std::string> names{{kFirstId, "first"}, {kSecondId, "second"}};
+    uint64_t cut_off_below_ns = 0;
+    LaneRuns::Judge judge{
+        [this](uint64_t monotonic_ns) { return monotonic_ns >= cut_off_below_ns; },
+        [](const pt_record &) { return true; },
+        [this](uint32_t id) -> std::optional<std::string> {
+            auto found = names.find(id);
+            return found == names.end() ? std::nullopt : std::optional(found->second);
+        }};
+};
+
+size_t expected_bytes(size_t events, uint32_t data_len)
+{
+    return BlockEncoder::name_record_bytes("first") + BlockEncoder::name_record_bytes("second") +
+           events * BlockEncoder::event_record_bytes(data_len);
+}
+
+} // namespace
+
+TEST_CASE("lane runs: a chunk with a record still being written is left whole, the run as it was",
+          "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing ring;
+    ring.commit(ring.reserve(16), 100, kFirstId, 16);
+    ring.commit(ring.reserve(16), 200, kSecondId, 16); // a second name, added then taken back
+    uint64_t busy = ring.reserve(16);
+    RingMerger::Chunk chunk{ring, 0, ring.producer(), 0};
+
+    CHECK_FALSE(to.runs->take(chunk, to.judge));
+    CHECK(to.runs->bytes_held() == 0);
+
+    ring.commit(busy, 300, kSecondId, 16);
+    std::optional<LaneRuns::Taken> taken = to.runs->take(chunk, to.judge);
+    REQUIRE(taken);
+    CHECK(taken->events == 3);
+    CHECK(taken->latest_ns == 300);
+    // Both names again: the refused take left none behind.
+    CHECK(taken->bytes == expected_bytes(3, 16));
+    CHECK(to.runs->bytes_held() == taken->bytes);
+}
+
+TEST_CASE("lane runs: a chunk is refused whole when its first record is cut off, or too old",
+          "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing ring;
+    ring.commit(ring.reserve(8), 100, kFirstId, 8);
+    ring.commit(ring.reserve(8), 200, kSecondId, 8);
+    RingMerger::Chunk chunk{ring, 0, ring.producer(), 0};
+
+    to.cut_off_below_ns = 150; // posix_trace_clear between its records
+    CHECK_FALSE(to.runs->take(chunk, to.judge));
+    to.cut_off_below_ns = 0;
+    RingMerger::Chunk too_old{ring, 0, ring.producer(), 101};
+    CHECK_FALSE(to.runs->take(too_old, to.judge));
+    CHECK(to.runs->bytes_held() == 0);
+
+    std::optional<LaneRuns::Taken> taken = to.runs->take(chunk, to.judge);
+    REQUIRE(taken);
+    CHECK(taken->events == 2);
+    CHECK(taken->bytes == expected_bytes(2, 8));
+}
+
+TEST_CASE("lane runs: discarded records are skipped, a name is given once a run", "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing ring;
+    ring.commit(ring.reserve(8), 100, kFirstId, 8);
+    ring.discard(ring.reserve(8));
+    ring.commit(ring.reserve(8), 200, kSecondId, 8);
+    uint64_t middle = ring.producer();
+    ring.commit(ring.reserve(8), 300, kFirstId, 8);
+    ring.commit(ring.reserve(8), 400, kSecondId, 8);
+
+    std::optional<LaneRuns::Taken> first = to.runs->take({ring, 0, middle, 0}, to.judge);
+    REQUIRE(first);
+    CHECK(first->events == 2);
+    CHECK(first->bytes == expected_bytes(2, 8));
+    std::optional<LaneRuns::Taken> second =
+        to.runs->take({ring, middle, ring.producer(), 0}, to.judge);
+    REQUIRE(second);
+    CHECK(second->events == 2);
+    CHECK(second->bytes == 2 * BlockEncoder::event_record_bytes(8)); // named already
+    CHECK(second->latest_ns == 400);
+}
