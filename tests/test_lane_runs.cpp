@@ -7,7 +7,9 @@
 #include <posix_trace/events.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +21,7 @@
 using posixtrace::LaneRuns;
 using posixtrace::RingMerger;
 using posixtrace::log::BlockEncoder;
+using posixtrace::log::kEventRecordHeader;
 using posixtrace::log::LogWriter;
 
 namespace {
@@ -136,4 +139,37 @@ TEST_CASE("lane runs: discarded records are skipped, a name is given once a run"
     CHECK(second->events == 2);
     CHECK(second->bytes == 2 * BlockEncoder::event_record_bytes(8)); // named already
     CHECK(second->latest_ns == 400);
+}
+
+TEST_CASE("lane runs: a run with room for a chunk's records but not their names closes, the "
+          "chunk goes whole into the next",
+          "[lane-runs]")
+{
+    RunsToLog to;
+    const size_t capacity = std::min(to.log->run_capacity(), LaneRuns::kRunBytesAtMost);
+    std::deque<MemoryRing> rings(1);
+    auto take_one = [&](uint32_t id, uint32_t data_len) {
+        if (rings.back().producer() + 8200 > 60000)
+            rings.emplace_back();
+        MemoryRing &ring = rings.back();
+        uint64_t from = ring.producer();
+        ring.commit(ring.reserve(data_len), 1000 + rings.size(), id, data_len);
+        return to.runs->take({ring, from, ring.producer(), 0}, to.judge);
+    };
+    // The run is filled until the room left holds the next chunk's record
+    // (64 bytes in its lane) but not its name as well (24 bytes more).
+    while (capacity - to.runs->bytes_held() > 4400)
+        REQUIRE(take_one(kFirstId, 4000));
+    size_t room = capacity - to.runs->bytes_held();
+    size_t left = 72 + room % 8;
+    REQUIRE(take_one(kFirstId, uint32_t(room - left - kEventRecordHeader)));
+    REQUIRE(capacity - to.runs->bytes_held() == left);
+
+    size_t held_before = to.runs->bytes_held();
+    std::optional<LaneRuns::Taken> taken = take_one(kSecondId, 8);
+    REQUIRE(taken);
+    CHECK(taken->events == 1);
+    CHECK(taken->bytes ==
+          BlockEncoder::name_record_bytes("second") + BlockEncoder::event_record_bytes(8));
+    CHECK(to.runs->bytes_held() == held_before + taken->bytes);
 }

@@ -32,7 +32,8 @@ LaneRuns::LaneRuns(log::LogWriter &log, int64_t realtime_offset_ns)
 // and the chunk stays with the merge: it judges each record there. The
 // records are encoded as they are judged, in one pass; the caller takes
 // them back if one is refused.
-bool LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns)
+LaneRuns::Encoded LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &judge,
+                                   uint64_t &latest_ns)
 {
     log::BlockEncoder &block = open_->block;
     bool first = true;
@@ -42,23 +43,25 @@ bool LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64
         uint64_t rest = chunk.to - at;
         at += next.size;
         if (next.slot == RecordRing::Slot::Busy)
-            return false;
+            return Encoded::Refused;
         if (next.slot == RecordRing::Slot::Discarded)
             continue;
         const pt_record &record = *next.record;
         if (first &&
             (record.timestamp_ns < chunk.not_before_ns || !judge.kept(record.timestamp_ns)))
-            return false;
+            return Encoded::Refused;
         first = false;
         if (record.event_id != judged_id) {
-            if (!judge.as_numbered(record) || !name(record.event_id, rest, judge))
-                return false;
+            if (!judge.as_numbered(record))
+                return Encoded::Refused;
+            if (!name(record.event_id, rest, judge))
+                return Encoded::NoRoom;
             judged_id = record.event_id;
         }
         block.add_event(record, record.data, realtime_offset_ns_);
         latest_ns = record.timestamp_ns;
     }
-    return true;
+    return Encoded::All;
 }
 
 // A user event's name is in the run before its first event. A record takes
@@ -74,34 +77,42 @@ bool LaneRuns::name(uint32_t id, size_t rest_bound, const Judge &judge)
     if (!name)
         return true;
     if (log::BlockEncoder::name_record_bytes(*name) + rest_bound > block.room())
-        return false; // more names than a run holds: the merge takes them
+        return false;
     block.add_name(id, *name);
     named_by_take_.push_back(id);
     return true;
 }
 
+// A run that has room for a chunk's records but not for their names too
+// is closed, and the chunk goes into the next; one that has no room for
+// them when fresh leaves the chunk to the merge.
 std::optional<LaneRuns::Taken> LaneRuns::take(const RingMerger::Chunk &chunk, const Judge &judge)
 {
     size_t lane_bytes = size_t(chunk.to - chunk.from);
     if (!valid() || open_in_log_bytes_ + bytes_held_ + lane_bytes > kMostOpenBytes)
         return std::nullopt;
-    if (!open_ || lane_bytes > open_->block.room()) {
-        close_run();
-        if (!open_run() || lane_bytes > open_->block.room())
-            return std::nullopt; // every slot is held or being written
-    }
-    log::BlockEncoder &block = open_->block;
-    log::BlockEncoder::Mark before = block.mark();
-    named_by_take_.clear();
-    uint64_t latest_ns = 0;
-    if (!encode(chunk, judge, latest_ns)) {
+    for (;;) {
+        if (!open_ || lane_bytes > open_->block.room()) {
+            close_run();
+            if (!open_run() || lane_bytes > open_->block.room())
+                return std::nullopt; // every slot is held or being written
+        }
+        log::BlockEncoder &block = open_->block;
+        log::BlockEncoder::Mark before = block.mark();
+        named_by_take_.clear();
+        uint64_t latest_ns = 0;
+        Encoded encoded = encode(chunk, judge, latest_ns);
+        if (encoded == Encoded::All) {
+            size_t added = block.bytes() - before.size;
+            bytes_held_ += added;
+            events_held_ += block.events() - before.events;
+            return Taken{added, block.events() - before.events, latest_ns};
+        }
         block.roll_back(before, named_by_take_);
-        return std::nullopt;
+        if (encoded == Encoded::Refused || block.empty())
+            return std::nullopt;
+        close_run();
     }
-    size_t added = block.bytes() - before.size;
-    bytes_held_ += added;
-    events_held_ += block.events() - before.events;
-    return Taken{added, block.events() - before.events, latest_ns};
 }
 
 std::optional<size_t> LaneRuns::free_slot()

@@ -75,7 +75,12 @@ private:
         log::BlockEncoder block;
         size_t slot;
     };
-    bool encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns);
+    enum class Encoded {
+        All,
+        Refused, // a record the merge must judge
+        NoRoom,  // the run has room for the records, not for their names too
+    };
+    Encoded encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns);
     bool name(uint32_t id, size_t rest_bound, const Judge &judge);
     bool open_run();
     void close_run();
@@ -93,7 +98,7 @@ private:
     std::deque<std::pair<size_t, uint64_t>> written_slots_;
     std::optional<Run> open_;
     std::vector<uint32_t> named_by_take_; // by the take under way, undone if it fails
-    std::vector<Run> held_; // sorted by first stamp once the flush begins
+    std::vector<Run> held_;               // sorted by first stamp once the flush begins
     // Runs handed over with events at or past the latest watermark: their
     // latest stamp and their bytes.
     std::vector<std::pair<uint64_t, size_t>> open_in_log_;
