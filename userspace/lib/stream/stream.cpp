@@ -4,11 +4,9 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <utility>
 
-#include "events/event_set.hpp"
 #include "util/clock.hpp"
 #include "util/process_id.hpp"
 

@@ -1,13 +1,9 @@
 // Stream: the filter, attributes, status and counters, and the event types.
 #include "stream/stream.hpp"
 
-#include <algorithm>
 #include <cerrno>
 
 #include <posix_trace/usdt.h>
-
-#include "events/event_set.hpp"
-#include "util/clock.hpp"
 
 namespace posixtrace {
 
