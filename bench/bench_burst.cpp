@@ -4,6 +4,13 @@
 //                        (room for every one of them); read after the stop
 //   log THREADS N FILE   the same into a 64 MiB FLUSH stream with a log at
 //                        FILE; the log is read back after the shutdown
+//   log-warm THREADS N FILE
+//                        two bursts into the same stream with a log; the CPU
+//                        the drain and the log writer spent on the second,
+//                        an event: the first left every page the stream's
+//                        side uses written once, so the second measures the
+//                        work rather than this host's cost of fresh memory
+//                        (two builds compared side by side)
 //   loop THREADS N       the same into a 1 MiB LOOP stream, which keeps the
 //                        newest of them; read after the stop. newest=1 when
 //                        the last event read is the last of its thread
@@ -22,8 +29,11 @@
 // kept (the events read back), lost (as the stream reports it); for memory
 // and log, tracer_cpu_per_event_ns first (the CPU the process spent beyond
 // its emitting threads until the stream stopped, or, with a log, until it
-// was shut down and the log written, per event); for `life`,
-// the median and the largest milliseconds of create, start and shutdown.
+// was shut down and the log written, per event); for `log-warm`,
+// drain_cpu_per_event_ns and log_cpu_per_event_ns over the second burst, its
+// ns_per_event, and lost_in_a_lane over both; for `life`, the median and the
+// largest milliseconds of create, start and shutdown.
+#include <dirent.h>
 #include <fcntl.h>
 #include <posix_trace/events.h>
 #include <sys/wait.h>
@@ -201,18 +211,28 @@ int burst_in_loop(trace_event_id_t id, int threads, long total)
     return 0;
 }
 
-int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
+// A started 64 MiB FLUSH stream of this process with a log at `path`;
+// false if it could not be created.
+bool start_log_stream(const char *path, int &fd, trace_id_t &trid)
 {
     trace_attr_t attr = attributes(64u << 20, POSIX_TRACE_FLUSH);
     posix_trace_attr_setlogsize(&attr, 1ul << 30);
-    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
-    trace_id_t trid;
+    fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0 || posix_trace_create_withlog(0, &attr, fd, &trid) != 0) {
         std::fprintf(stderr, "posix_trace_create_withlog failed\n");
-        return 1;
+        return false;
     }
     filter_out_thread_events(trid);
     posix_trace_start(trid);
+    return true;
+}
+
+int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
+{
+    int fd;
+    trace_id_t trid;
+    if (!start_log_stream(path, fd, trid))
+        return 1;
     TracerCpu tracer;
     double ns = emit_burst(id, total, threads, &tracer.emitters_ns);
     posix_trace_counters counters{};
@@ -240,6 +260,72 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns, ns,
                 (unsigned long)kept.events,
                 (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
+    return 0;
+}
+
+// The CPU the threads of this process named `name` have spent so far.
+uint64_t thread_cpu_ns(const char *name)
+{
+    uint64_t total = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks)
+        return 0;
+    while (dirent *task = readdir(tasks)) {
+        std::string base = std::string("/proc/self/task/") + task->d_name;
+        char comm[32] = {};
+        unsigned long long ns = 0;
+        if (FILE *file = std::fopen((base + "/comm").c_str(), "r")) {
+            if (!std::fgets(comm, sizeof comm, file))
+                comm[0] = 0;
+            std::fclose(file);
+        }
+        comm[std::strcspn(comm, "\n")] = 0;
+        if (std::strcmp(comm, name) != 0)
+            continue;
+        if (FILE *file = std::fopen((base + "/schedstat").c_str(), "r")) {
+            if (std::fscanf(file, "%llu", &ns) == 1)
+                total += ns;
+            std::fclose(file);
+        }
+    }
+    closedir(tasks);
+    return total;
+}
+
+// A flush of the stream into its log, waited for until its blocks are written.
+void flush_and_wait(trace_id_t trid)
+{
+    posix_trace_flush(trid);
+    posix_trace_status_info status{};
+    do
+        usleep(1000);
+    while (posix_trace_get_status(trid, &status) == 0 &&
+           status.posix_stream_flush_status == POSIX_TRACE_FLUSHING);
+}
+
+int warm_burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
+{
+    int fd;
+    trace_id_t trid;
+    if (!start_log_stream(path, fd, trid))
+        return 1;
+    emit_burst(id, total, threads);
+    flush_and_wait(trid);
+    uint64_t drain = thread_cpu_ns("posixtrace-drn"), writer = thread_cpu_ns("posixtrace-log");
+    double ns = emit_burst(id, total, threads);
+    posix_trace_stop(trid);
+    flush_and_wait(trid);
+    drain = thread_cpu_ns("posixtrace-drn") - drain;
+    writer = thread_cpu_ns("posixtrace-log") - writer;
+    posix_trace_loss_counters losses{};
+    posix_trace_get_loss_counters(trid, &losses);
+    posix_trace_shutdown(trid);
+    close(fd);
+    unlink(path);
+    std::printf("drain_cpu_per_event_ns=%.1f log_cpu_per_event_ns=%.1f ns_per_event=%.1f "
+                "lost_in_a_lane=%lu\n",
+                double(drain) / double(total), double(writer) / double(total), ns,
+                (unsigned long)losses.ring_full);
     return 0;
 }
 
@@ -394,6 +480,8 @@ int main(int argc, char **argv)
         return burst_in_memory(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "log" && argc == 5)
         return burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
+    if (mode == "log-warm" && argc == 5)
+        return warm_burst_to_log(id, std::atoi(argv[2]), std::atol(argv[3]), argv[4]);
     if (mode == "loop" && argc == 4)
         return burst_in_loop(id, std::atoi(argv[2]), std::atol(argv[3]));
     if (mode == "read" && argc == 4)
@@ -410,7 +498,8 @@ int main(int argc, char **argv)
             [&](int cycle) { children[cycle % 2].emit(); });
     }
     std::fprintf(stderr,
-                 "usage: %s memory THREADS N | log THREADS N FILE | loop THREADS N | "
+                 "usage: %s memory THREADS N | log THREADS N FILE | log-warm THREADS N FILE | "
+                 "loop THREADS N | "
                  "read THREADS N | life CYCLES | life-pid CYCLES\n",
                  argv[0]);
     return 2;
