@@ -173,3 +173,17 @@ TEST_CASE("lane runs: a run with room for a chunk's records but not their names 
           BlockEncoder::name_record_bytes("second") + BlockEncoder::event_record_bytes(8));
     CHECK(to.runs->bytes_held() == held_before + taken->bytes);
 }
+
+TEST_CASE(
+    "lane runs: a record claiming more data than its slot holds leaves the chunk to the merge",
+    "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing ring;
+    ring.commit(ring.reserve(8), 100, kFirstId, 8);
+    ring.commit(ring.reserve(8), 200, kFirstId, 4000); // its slot holds 8 bytes of data
+    RingMerger::Chunk chunk{ring, 0, ring.producer(), 0};
+
+    CHECK_FALSE(to.runs->take(chunk, to.judge));
+    CHECK(to.runs->bytes_held() == 0);
+}

@@ -7,7 +7,8 @@
 # (N: the events LTTng dropped, from its session statistics; C: the CPU time
 # its consumer daemons spent from the start of the burst to the end of
 # `lttng stop`, which waits for them to write what the buffers hold, per
-# event emitted; left out when no consumer daemon could be found). Starts a session daemon if none runs, and stops it after.
+# event emitted; left out when no consumer daemon could be found). Starts a
+# session daemon if none runs, and stops it after.
 #   [SUBBUFS=8x8M] bench/lttng/run_lttng.sh BUILD COUNT [THREADS]
 set -uo pipefail
 build=${1:?usage: run_lttng.sh BUILD COUNT}
