@@ -48,6 +48,16 @@ public:
     {
         header(position) = (header(position) & ~BPF_RINGBUF_BUSY_BIT) | BPF_RINGBUF_DISCARD_BIT;
     }
+    // A committed record whose header says it is `length` bytes long, too
+    // short for a record's header: what a process writing over its own
+    // lane could leave.
+    uint64_t write_short(uint32_t length)
+    {
+        uint64_t position = producer_;
+        header(position) = length;
+        producer_ += span_of(length);
+        return position;
+    }
     uint64_t write(uint64_t timestamp_ns)
     {
         uint64_t position = reserve(0);

@@ -106,6 +106,24 @@ TEST_CASE("local ring: a reserved record is busy to the reader until committed",
     CHECK(committed.size == ring.producer());
 }
 
+// The process's own memory: it may write over a record it committed.
+TEST_CASE("local ring: a record claiming more data than its slot holds is damaged to the reader",
+          "[local-ring]")
+{
+    SmallPool pool(1);
+    LocalRing ring(pool, 2);
+    pt_record *record = ring.reserve(8);
+    REQUIRE(record);
+    record->data_len = 8;
+    ring.commit(record);
+    REQUIRE(ring.at(0).slot == RecordRing::Slot::Committed);
+    record->data_len = 1u << 20;
+    RecordRing::Record damaged = ring.at(0);
+    CHECK(damaged.slot == RecordRing::Slot::Damaged);
+    CHECK(damaged.record == nullptr);
+    CHECK(damaged.size == ring.producer()); // passed like any other
+}
+
 TEST_CASE("local ring: a ring the pool has no chunk for counts every record it could not hold",
           "[local-ring]")
 {
@@ -198,8 +216,9 @@ TEST_CASE("local ring: a child of fork writes to zeroed pages of its own", "[loc
     pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-        bool zeroed =
-            ring.at(0).slot == RecordRing::Slot::Committed && ring.at(0).record->timestamp_ns == 0;
+        // A zeroed header claims no room even for a record's header.
+        bool zeroed = ring.at(0).slot == RecordRing::Slot::Damaged &&
+                      ring.at(0).size == RecordRing::span_of(0);
         unfinished->timestamp_ns = 99;
         std::memset(unfinished->data, 0xcc, 16);
         ring.commit(unfinished);

@@ -142,6 +142,28 @@ TEST_CASE("merge: discarded records are skipped and their space given back", "[m
     CHECK(ring.released() == ring.producer());
 }
 
+// Only a ring in the process's own memory can hold one: the process wrote
+// over its lane. Its data would be read past its slot.
+TEST_CASE("merge: a record whose data or header do not fit its slot is passed and counted",
+          "[merge]")
+{
+    Merge merge(1);
+    MemoryRing &ring = *merge.rings[0];
+    ring.write(1 * ms);
+    ring.commit(ring.reserve(8), 2 * ms, 100, 4000);
+    ring.commit(ring.reserve(8), 3 * ms, 100, 9); // one byte too many
+    ring.write_short(PT_RECORD_HEADER_SIZE - 1);
+    ring.commit(ring.reserve(8), 4 * ms, 100, 8); // fills its slot exactly: whole
+    RecordRing::Record at = ring.at(0);
+    REQUIRE(at.slot == RecordRing::Slot::Committed);
+    CHECK(ring.at(at.size).slot == RecordRing::Slot::Damaged);
+    merge.pass(10 * ms);
+    CHECK(merge.delivered == std::vector<uint64_t>{1 * ms, 4 * ms});
+    CHECK(merge.merger.take_damaged() == 3);
+    CHECK(merge.merger.take_damaged() == 0);
+    CHECK(ring.released() == ring.producer());
+}
+
 TEST_CASE("merge: system events interleave by time, first on a tie, never before what was "
           "delivered",
           "[merge]")

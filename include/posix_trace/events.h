@@ -125,8 +125,10 @@ struct posix_trace_loss_counters {
                                      each counts as one event, though it may have recorded
                                      none: an over-count, never an under-count */
     uint64_t overwritten;         /* POSIX_TRACE_LOOP made room for newer events */
-    uint64_t refused;             /* POSIX_TRACE_UNTIL_FULL was full, or the event was
-                                     larger than the whole stream */
+    uint64_t refused;             /* POSIX_TRACE_UNTIL_FULL was full, the event was
+                                     larger than the whole stream, or its record in a
+                                     thread's lane was damaged (the process wrote over it:
+                                     it claims more data than it holds) */
     uint64_t late;                /* came after younger events had been delivered; the
                                      merge waits for every record being written, so only
                                      a clock breaking its argument could cause it: 0 */

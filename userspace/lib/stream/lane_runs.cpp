@@ -42,15 +42,12 @@ LaneRuns::Encoded LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &
         RecordRing::Record next = chunk.ring.at(at);
         uint64_t rest = chunk.to - at;
         at += next.size;
-        if (next.slot == RecordRing::Slot::Busy)
+        // A damaged record is the merge's to count.
+        if (next.slot == RecordRing::Slot::Busy || next.slot == RecordRing::Slot::Damaged)
             return Encoded::Refused;
         if (next.slot == RecordRing::Slot::Discarded)
             continue;
         const pt_record &record = *next.record;
-        // The room taken is bounded by the lane's bytes: a record claiming
-        // more data than its slot holds is the merge's to judge.
-        if (uint64_t(PT_RING_HEADER_SIZE) + PT_RECORD_HEADER_SIZE + record.data_len > next.size)
-            return Encoded::Refused;
         if (first &&
             (record.timestamp_ns < chunk.not_before_ns || !judge.kept(record.timestamp_ns)))
             return Encoded::Refused;

@@ -49,7 +49,10 @@ public:
     };
     virtual Readable readable(uint64_t & /*scanned*/) { return {producer()}; }
 
-    enum class Slot { Committed, Discarded, Busy };
+    // Damaged: committed, but its header or the data it claims do not fit
+    // in its slot. Only a ring in the process's own memory (LocalRing), that
+    // the process wrote over, can hold one: it is passed, never read.
+    enum class Slot { Committed, Discarded, Busy, Damaged };
     struct Record {
         Slot slot;
         const pt_record *record; // when Committed
@@ -66,8 +69,10 @@ public:
             return {Slot::Busy, nullptr, size};
         if (length & BPF_RINGBUF_DISCARD_BIT)
             return {Slot::Discarded, nullptr, size};
-        return {Slot::Committed, reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ),
-                size};
+        const auto *record = reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ);
+        if (length < PT_RECORD_HEADER_SIZE || length - PT_RECORD_HEADER_SIZE < record->data_len)
+            return {Slot::Damaged, nullptr, size};
+        return {Slot::Committed, record, size};
     }
 
     // A ring made of chunks (LocalRing): their size, a power of two, and no

@@ -39,7 +39,8 @@ void RingMerger::add_ring(std::unique_ptr<RecordRing> ring, uint64_t now_ns)
 }
 
 // Hands `visit` each committed record from `scanned` up to `producer`,
-// stopping at the first one still being written.
+// stopping at the first one still being written, and counts the damaged
+// ones it passes.
 template <class Visit>
 size_t RingMerger::read_committed(Window &window, uint64_t producer, Visit visit, size_t most)
 {
@@ -56,6 +57,7 @@ size_t RingMerger::read_committed(Window &window, uint64_t producer, Visit visit
             visit(next.record);
             ++read;
         }
+        damaged_ += next.slot == RecordRing::Slot::Damaged;
         window.scanned += next.size;
     }
     return read;

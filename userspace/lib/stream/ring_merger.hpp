@@ -108,6 +108,9 @@ public:
     // writer took back younger ones, dropped since the last call: the
     // caller counts them overwritten.
     uint64_t take_dropped_older() { return std::exchange(dropped_older_, 0); }
+    // Damaged records (RecordRing::Slot::Damaged) passed since the last
+    // call: the caller counts them refused.
+    uint64_t take_damaged() { return std::exchange(damaged_, 0); }
     // Records read or reserved and not delivered yet.
     bool holding() const;
     // The last pass saw some ring's producer move, or a ring it had not
@@ -150,7 +153,7 @@ private:
 
     // Returns how many records it read.
     template <class Visit>
-    static size_t read_committed(Window &window, uint64_t producer, Visit visit, size_t most);
+    size_t read_committed(Window &window, uint64_t producer, Visit visit, size_t most);
     // Reads the committed prefix of `window`; returns the ring's bound.
     // Chunks are offered in time order across rings, about: the sink's
     // runs then stay close behind the safe point.
@@ -172,6 +175,7 @@ private:
     std::vector<Window> windows_;
     uint64_t last_delivered_ns_ = 0;
     uint64_t dropped_older_ = 0;
+    uint64_t damaged_ = 0;
     bool took_back_ = false; // some window's taken_back_since_ns is set
     bool found_new_ = false;
 };

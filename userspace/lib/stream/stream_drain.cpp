@@ -84,6 +84,8 @@ void StreamDrain::merge(uint64_t now_ns)
     // reported with this pass's other losses, before anything younger.
     if (uint64_t older = merger().take_dropped_older())
         intake.note_loss(StreamLoss::Overwritten, older);
+    if (uint64_t damaged = merger().take_damaged())
+        intake.note_loss(StreamLoss::Refused, damaged);
     overwrite_before_taken_back();
     parts_.filters.forget_before(merger().last_delivered_ns());
     parts_.rescan.delivered_before(safe_ns_);
@@ -160,7 +162,7 @@ uint64_t StreamDrain::discard_recorded()
     uint64_t events = 0;
     merger().discard_all(
         [&](const pt_record &record) { events += parts_.pipeline.drop(record, probes()); });
-    return events;
+    return events + merger().take_damaged();
 }
 
 void StreamDrain::note_recording_state(pt_stream_state state, uint64_t monotonic_ns)
