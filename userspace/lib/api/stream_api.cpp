@@ -195,7 +195,7 @@ POSIXTRACE_EXPORT int posix_trace_get_untraced_children(trace_id_t trid, uint64_
     auto stream = stream_of(trid);
     if (!stream || !children)
         return EINVAL;
-    *children = stream->untraced_children();
+    *children = stream->probes().untraced_children();
     return 0;
 }
 
@@ -206,7 +206,7 @@ POSIXTRACE_EXPORT int posix_trace_get_skipped_runs(trace_id_t trid,
     auto stream = stream_of(trid);
     if (!stream || !count || (!programs && capacity))
         return EINVAL;
-    auto runs = stream->skipped_runs();
+    auto runs = stream->probes().skipped_runs();
     for (size_t i = 0; i < runs.size() && i < capacity; ++i) {
         programs[i] = {};
         std::strncpy(programs[i].program, runs[i].program.c_str(), sizeof programs[i].program - 1);
@@ -222,7 +222,7 @@ POSIXTRACE_EXPORT int posix_trace_usdt_attach(trace_id_t trid, const char *probe
     if (!stream || !probes)
         return EINVAL;
     size_t count = 0;
-    int err = stream->attach_usdt(probes, count);
+    int err = stream->probes().attach_usdt(probes, count);
     if (attached)
         *attached = count;
     return err;
@@ -234,7 +234,7 @@ POSIXTRACE_EXPORT int posix_trace_usdt_unattached(trace_id_t trid, size_t *objec
     auto stream = stream_of(trid);
     if (!stream)
         return EINVAL;
-    auto unattached = stream->unattached_probes();
+    auto unattached = stream->probes().unattached_probes();
     if (objects)
         *objects = unattached.objects;
     if (first_error)
@@ -248,7 +248,7 @@ POSIXTRACE_EXPORT int posix_trace_usdt_decode_string(trace_id_t trid, const char
     auto stream = stream_of(trid);
     if (!stream || !probe)
         return EINVAL;
-    return stream->decode_usdt_string(probe, index);
+    return stream->probes().decode_usdt_string(probe, index);
 }
 
 POSIXTRACE_EXPORT int posix_trace_set_filter(trace_id_t trid, const trace_event_set_t *set, int how)

@@ -1,5 +1,5 @@
-// Stream: creation, and the controls of <trace.h> (start, stop, clear,
-// shutdown).
+// Stream: creation, the controls of <trace.h> (start, stop, clear,
+// shutdown, flush).
 #include "stream/stream.hpp"
 
 #include <unistd.h>
@@ -26,7 +26,7 @@ int Stream::initialize(pid_t target, const Attributes &attributes, int log_fd)
 {
     attributes_ = attributes;
     creator_pid_ = getpid();
-    target_pid_ = target;
+    probes_.set_target(target);
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     attributes_.create_time = now;
@@ -110,7 +110,7 @@ int Stream::shutdown()
             // Earlier flushes end first, so that their flush-stop events
             // precede the stop event and reach the log (close() would wait
             // for their blocks anyway).
-            wait_for_flushes_locked(lock);
+            controls_.wait_for_log_writes(lock);
             parts_.log->note_flushes_done();
             bool was_running = running();
             controls_.stop(lock); // drains the rings when it stops a running stream
@@ -139,6 +139,25 @@ int Stream::shutdown()
     parts_.log.reset();
     parts_.slot.release(); // another thread may still hold the object a while
     return err;
+}
+
+// ---- the trace log ---------------------------------------------------------
+
+int Stream::flush()
+{
+    std::unique_lock lock(mutex_);
+    if (shut_down() || !parts_.log)
+        return EINVAL;
+    int err = controls_.flush_log(lock);
+    update_readable_locked();
+    return err;
+}
+
+void Stream::flush_log_before_exec()
+{
+    std::unique_lock lock(mutex_);
+    if (!shut_down() && parts_.log)
+        controls_.flush_log_before_exec(lock);
 }
 
 } // namespace posixtrace

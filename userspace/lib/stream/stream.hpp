@@ -12,10 +12,9 @@
 
 #include "attributes/attributes.hpp"
 #include "events/readable_trace.hpp"
-#include "kernel/kernel_program.hpp"
 #include "stream/stream_controls.hpp"
 #include "stream/stream_parts.hpp"
-#include "usdt/probe_attacher.hpp"
+#include "stream/stream_probes.hpp"
 #include "util/library_threads.hpp"
 #include "util/tracked_mutex.hpp"
 
@@ -56,33 +55,14 @@ public:
     posix_trace_counters counters();
     posix_trace_loss_counters loss_counters();
     uint64_t unwritten_events();
-    std::vector<KernelProgram::ProgramMisses> skipped_runs() const;
-    // Children forked under POSIX_TRACE_INHERITED that the stream could not
-    // follow (PT_MAX_TRACED_PROCESSES traced processes were alive).
-    uint64_t untraced_children() const;
 
     // 0 with *unavailable set; EINVAL (shut down, bad abstime), ETIMEDOUT,
     // EINTR (a signal handler ran while waiting).
     int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
                    const timespec *abstime) override;
 
-    // Attaches the USDT probes of the traced process that match `spec`
-    // ("PROVIDER:NAME", "PROVIDER:*" or "*"), in every object it maps; each
-    // PROVIDER:NAME is one event type however many sites it has.
-    // 0, ENOENT (no such probe), ESRCH (process gone), ENOSPC (no ids left).
-    int attach_usdt(const std::string &spec, size_t &attached);
-    ProbeAttacher::Unattached unattached_probes();
-
-    // The kernel copies the string argument `index` of PROVIDER:NAME into
-    // each of its records. 0, ENOENT (not attached), EINVAL (index).
-    int decode_usdt_string(const std::string &probe, unsigned index);
-
-    // Thread agents (<posix_trace/thread_db.h>) steer the kernel's TD masks
-    // through this: `change` runs under the stream's lock; false once the
-    // stream is shut down.
-    bool control_thread_events(const std::function<void(KernelProgram &)> &change);
-    // Reported thread events of `pid` call the reporting functions.
-    int set_thread_agent(pid_t pid, bool present); // 0 or an errno (programs not attached)
+    // USDT probes, thread agents, and what the programs counted.
+    StreamProbes &probes() { return probes_; }
 
     std::optional<std::string> event_name(trace_event_id_t id) const override;
     int open_event_type(const char *name, trace_event_id_t &id);
@@ -93,7 +73,6 @@ private:
     bool running() const { return controls_.running(); }
     bool shut_down() const { return controls_.shut_down(); }
     int initialize(pid_t target, const Attributes &attributes, int log_fd);
-    void wait_for_flushes_locked(std::unique_lock<TrackedMutex> &lock);
     void drain_loop(std::stop_token stop);
     void update_readable_locked();
     int read_locked(const EventDestination &to);
@@ -102,9 +81,9 @@ private:
     mutable TrackedMutex mutex_;
     Attributes attributes_{};
     pid_t creator_pid_ = 0;
-    pid_t target_pid_ = 0;
     StreamParts parts_;
     StreamControls controls_{parts_};
+    StreamProbes probes_{mutex_, parts_, controls_};
     // Last: it stops before the parts it uses go.
     LibraryThreads::Thread drain_thread_;
 };

@@ -1,5 +1,8 @@
 #include "stream/stream_controls.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 
 #include "events/event_set.hpp"
@@ -94,6 +97,63 @@ void StreamControls::after_read()
         auto_restart();
     else
         parts_.full_policy->after_read(*parts_.store);
+}
+
+int StreamControls::flush_log(std::unique_lock<TrackedMutex> &lock)
+{
+    if (int err = parts_.log->first_error())
+        return err;
+    uint64_t now = monotonic_now();
+    flush(lock, now); // what the kernel recorded until now is in the stream
+    if (shut_down())
+        return EINVAL;
+    // Its start after what it took (events stamped after `now` perhaps).
+    if (!parts_.log->flush(std::max<uint64_t>(now, parts_.recording.merger().last_delivered_ns())))
+        return parts_.log->first_error(); // the log failed meanwhile: no flush started
+    after_flush_to_log();
+    return 0;
+}
+
+// A log left by an exec has no trailer: a reader takes it as a log whose
+// writer stopped after its last block, and reads every event.
+void StreamControls::flush_log_before_exec(std::unique_lock<TrackedMutex> &lock)
+{
+    if (parts_.log->first_error())
+        return;
+    flush(lock, monotonic_now());
+    if (shut_down())
+        return;
+    parts_.log->move_all();
+    wait_for_log_writes(lock);
+}
+
+// The lock is let go meanwhile (the writer does not take it, a shutdown
+// may).
+void StreamControls::wait_for_log_writes(std::unique_lock<TrackedMutex> &lock)
+{
+    while (!shut_down() && parts_.log->flushes_pending()) {
+        lock.unlock();
+        usleep(100);
+        lock.lock();
+    }
+}
+
+posix_trace_status_info StreamControls::status()
+{
+    posix_trace_status_info status{};
+    status.posix_stream_status = running() ? POSIX_TRACE_RUNNING : POSIX_TRACE_SUSPENDED;
+    // A caller holding the stream may ask after a shutdown freed the store.
+    bool full = parts_.store && parts_.store->full();
+    status.posix_stream_full_status = full ? POSIX_TRACE_FULL : POSIX_TRACE_NOT_FULL;
+    status.posix_stream_overrun_status =
+        parts_.ledger.take_overrun() ? POSIX_TRACE_OVERRUN : POSIX_TRACE_NO_OVERRUN;
+    status.posix_log_full_status = POSIX_TRACE_NOT_FULL;
+    status.posix_log_overrun_status = POSIX_TRACE_NO_OVERRUN;
+    status.posix_stream_flush_status = POSIX_TRACE_NOT_FLUSHING;
+    status.posix_stream_flush_error = 0;
+    if (parts_.log)
+        parts_.log->report_status(status);
+    return status;
 }
 
 void StreamControls::after_flush_to_log()

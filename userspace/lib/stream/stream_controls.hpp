@@ -34,6 +34,15 @@ public:
     void shut_down_now();
     // What the kernel recorded until `until_ns` is in the stream.
     void flush(std::unique_lock<TrackedMutex> &lock, uint64_t until_ns);
+    // posix_trace_flush: starts copying the stream into its log. 0,
+    // EINVAL (shut down meanwhile) or the log's first error.
+    int flush_log(std::unique_lock<TrackedMutex> &lock);
+    // Everything recorded until now is written to the log, and waited for.
+    void flush_log_before_exec(std::unique_lock<TrackedMutex> &lock);
+    // Until the log writer has written every block handed to it.
+    void wait_for_log_writes(std::unique_lock<TrackedMutex> &lock);
+    // The overrun status is cleared as it is read.
+    posix_trace_status_info status();
     // An event was read, or the stream was flushed to its log: a stream its
     // UNTIL_FULL policy stopped runs again once it is empty.
     void after_read();

@@ -50,7 +50,7 @@ td_err_e ThreadAgent::attach(std::shared_ptr<Stream> stream, pid_t pid, bool own
         kernel.remove_td_threads_of(pid);
         return kernel.set_td_process(pid, pt_td_process{}) ? TD_DBERR : TD_OK;
     });
-    if (result == TD_OK && agent->stream_->set_thread_agent(pid, true) != 0) {
+    if (result == TD_OK && agent->stream_->probes().set_thread_agent(pid, true) != 0) {
         agent->with_kernel([pid](KernelProgram &kernel) {
             kernel.remove_td_process(pid);
             return TD_OK;
@@ -70,7 +70,7 @@ ThreadAgent::~ThreadAgent()
 {
     if (!stream_)
         return;
-    stream_->set_thread_agent(pid_, false);
+    stream_->probes().set_thread_agent(pid_, false);
     with_kernel([this](KernelProgram &kernel) {
         kernel.remove_td_process(pid_); // every thread reports again
         kernel.remove_td_threads_of(pid_);
@@ -83,8 +83,8 @@ ThreadAgent::~ThreadAgent()
 td_err_e ThreadAgent::with_kernel(const std::function<td_err_e(KernelProgram &)> &change)
 {
     td_err_e result = TD_BADPH;
-    if (!stream_ ||
-        !stream_->control_thread_events([&](KernelProgram &kernel) { result = change(kernel); }))
+    if (!stream_ || !stream_->probes().control_thread_events(
+                        [&](KernelProgram &kernel) { result = change(kernel); }))
         return TD_BADPH;
     return result;
 }
