@@ -1,7 +1,7 @@
-// A FLUSH stream's runs (LaneRuns) taking what the merge offers of a lane's
-// chunk, alone: it is taken up to a record still being written, or not at
-// all, and one refused halfway leaves the run as it was, names included.
-// The whole path, lanes to log, is tested end to end in test_log_runs.cpp.
+// A FLUSH stream's runs (LaneRuns) taking a lane's chunk whole, alone: a
+// chunk is taken entire or not at all, and one refused halfway leaves the
+// run as it was, names included. The whole path, lanes to log, is tested
+// end to end in test_log_runs.cpp.
 #include <catch2/catch.hpp>
 
 #include <posix_trace/events.h>
@@ -26,8 +26,7 @@ using posixtrace::log::LogWriter;
 
 namespace {
 
-const uint32_t kFirstId = POSIX_TRACE_USER_EVENT_FIRST, kSecondId = kFirstId + 1,
-               kThirdId = kFirstId + 2;
+const uint32_t kFirstId = POSIX_TRACE_USER_EVENT_FIRST, kSecondId = kFirstId + 1;
 
 // A log on an unlinked file, taking runs.
 struct RunsToLog {
@@ -55,13 +54,11 @@ struct RunsToLog {
     int fd = -1;
     std::unique_ptr<LogWriter> log;
     std::unique_ptr<LaneRuns> runs;
-    std::map<uint32_t, std::string> names{
-        {kFirstId, "first"}, {kSecondId, "second"}, {kThirdId, "third"}};
+    std::map<uint32_t, std::string> names{{kFirstId, "first"}, {kSecondId, "second"}};
     uint64_t cut_off_below_ns = 0;
-    uint32_t renumbered_id = 0; // the stream numbers it otherwise than the lane
     LaneRuns::Judge judge{
         [this](uint64_t monotonic_ns) { return monotonic_ns >= cut_off_below_ns; },
-        [this](const pt_record &record) { return record.event_id != renumbered_id; },
+        [](const pt_record &) { return true; },
         [this](uint32_t id) -> std::optional<std::string> {
             auto found = names.find(id);
             return found == names.end() ? std::nullopt : std::optional(found->second);
@@ -76,55 +73,26 @@ size_t expected_bytes(size_t events, uint32_t data_len)
 
 } // namespace
 
-TEST_CASE("lane runs: a chunk is taken up to a record still being written", "[lane-runs]")
-{
-    RunsToLog to;
-    MemoryRing ring;
-    ring.commit(ring.reserve(16), 100, kFirstId, 16);
-    ring.commit(ring.reserve(16), 200, kSecondId, 16);
-    uint64_t busy = ring.reserve(16);
-    ring.commit(ring.reserve(16), 250, kFirstId, 16); // not read past the busy one
-
-    std::optional<LaneRuns::Taken> taken = to.runs->take({ring, 0, ring.producer(), 0}, to.judge);
-    REQUIRE(taken);
-    CHECK(taken->events == 2);
-    CHECK(taken->end == busy);
-    CHECK(taken->latest_ns == 200);
-    CHECK(taken->bytes == expected_bytes(2, 16));
-
-    // Nothing to take while the first record is still being written.
-    CHECK_FALSE(to.runs->take({ring, busy, ring.producer(), 0}, to.judge));
-    CHECK(to.runs->bytes_held() == taken->bytes);
-
-    ring.commit(busy, 300, kSecondId, 16);
-    std::optional<LaneRuns::Taken> rest =
-        to.runs->take({ring, busy, ring.producer(), 300}, to.judge);
-    REQUIRE(rest);
-    CHECK(rest->events == 2);
-    CHECK(rest->end == ring.producer());
-    CHECK(rest->bytes == 2 * BlockEncoder::event_record_bytes(16)); // named already
-}
-
-TEST_CASE("lane runs: a chunk refused halfway is left whole, the run as it was", "[lane-runs]")
+TEST_CASE("lane runs: a chunk with a record still being written is left whole, the run as it was",
+          "[lane-runs]")
 {
     RunsToLog to;
     MemoryRing ring;
     ring.commit(ring.reserve(16), 100, kFirstId, 16);
     ring.commit(ring.reserve(16), 200, kSecondId, 16); // a second name, added then taken back
-    ring.commit(ring.reserve(16), 300, kThirdId, 16);
+    uint64_t busy = ring.reserve(16);
     RingMerger::Chunk chunk{ring, 0, ring.producer(), 0};
 
-    to.renumbered_id = kThirdId;
     CHECK_FALSE(to.runs->take(chunk, to.judge));
     CHECK(to.runs->bytes_held() == 0);
 
-    to.renumbered_id = 0;
+    ring.commit(busy, 300, kSecondId, 16);
     std::optional<LaneRuns::Taken> taken = to.runs->take(chunk, to.judge);
     REQUIRE(taken);
     CHECK(taken->events == 3);
     CHECK(taken->latest_ns == 300);
-    // Every name again: the refused take left none behind.
-    CHECK(taken->bytes == expected_bytes(3, 16) + BlockEncoder::name_record_bytes("third"));
+    // Both names again: the refused take left none behind.
+    CHECK(taken->bytes == expected_bytes(3, 16));
     CHECK(to.runs->bytes_held() == taken->bytes);
 }
 

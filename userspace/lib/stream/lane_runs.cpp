@@ -28,24 +28,22 @@ LaneRuns::LaneRuns(log::LogWriter &log, int64_t realtime_offset_ns)
         madvise(memory_.data(), memory_.bytes(), MADV_HUGEPAGE);
 }
 
-// A record the stream would not take as it is, and the chunk stays with the
-// merge: it judges each record there. A record still being written ends
-// the take (`end`: its position), as it would end the merge's reading. The
+// A record still being written, or any the stream would not take as it is,
+// and the chunk stays with the merge: it judges each record there. The
 // records are encoded as they are judged, in one pass; the caller takes
 // them back if one is refused.
 LaneRuns::Encoded LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &judge,
-                                   uint64_t &latest_ns, uint64_t &end)
+                                   uint64_t &latest_ns)
 {
     log::BlockEncoder &block = open_->block;
     bool first = true;
     uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
-    for (end = chunk.from; end < chunk.to;) {
-        RecordRing::Record next = chunk.ring.at(end);
-        uint64_t rest = chunk.to - end;
-        if (next.slot == RecordRing::Slot::Busy)
-            return Encoded::All;
-        end += next.size;
-        if (next.slot == RecordRing::Slot::Damaged) // the merge's to count
+    for (uint64_t at = chunk.from; at < chunk.to;) {
+        RecordRing::Record next = chunk.ring.at(at);
+        uint64_t rest = chunk.to - at;
+        at += next.size;
+        // A damaged record is the merge's to count.
+        if (next.slot == RecordRing::Slot::Busy || next.slot == RecordRing::Slot::Damaged)
             return Encoded::Refused;
         if (next.slot == RecordRing::Slot::Discarded)
             continue;
@@ -103,16 +101,14 @@ std::optional<LaneRuns::Taken> LaneRuns::take(const RingMerger::Chunk &chunk, co
         log::BlockEncoder &block = open_->block;
         log::BlockEncoder::Mark before = block.mark();
         named_by_take_.clear();
-        uint64_t latest_ns = 0, end = chunk.from;
-        Encoded encoded = encode(chunk, judge, latest_ns, end);
-        if (encoded == Encoded::All && end > chunk.from) {
+        uint64_t latest_ns = 0;
+        Encoded encoded = encode(chunk, judge, latest_ns);
+        if (encoded == Encoded::All) {
             size_t added = block.bytes() - before.size;
             bytes_held_ += added;
             events_held_ += block.events() - before.events;
-            return Taken{added, block.events() - before.events, latest_ns, end};
+            return Taken{added, block.events() - before.events, latest_ns};
         }
-        if (encoded == Encoded::All) // its first record is still being written
-            return std::nullopt;
         block.roll_back(before, named_by_take_);
         if (encoded == Encoded::Refused || block.empty())
             return std::nullopt;

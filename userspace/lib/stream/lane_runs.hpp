@@ -12,11 +12,10 @@
 namespace posixtrace {
 
 // The lanes' chunks that a POSIX_TRACE_FLUSH stream with a log hands over
-// without the merge (log::LogWriter, "Runs"). What the merge has not read
-// of a lane's chunk goes into a run at once, up to a record still being
-// written, one pass over its records with no merge and no store; the
-// stream holds its runs with its other events, in the room of the stream,
-// until it flushes; the flush hands them over
+// whole (log::LogWriter, "Runs"). A whole chunk of a lane that the merge
+// has not read goes into a run at once, one pass over its records with no
+// merge and no store; the stream holds its runs with its other events, in
+// the room of the stream, until it flushes; the flush hands them over
 // among the merged events in the order of their first stamps, each block
 // saying up to when the log is complete. The log's reader restores the
 // order (docs/log-format.md). Runs are laid out in memory of their own,
@@ -51,15 +50,13 @@ public:
     LaneRuns(log::LogWriter &log, int64_t realtime_offset_ns);
     bool valid() const { return memory_.valid(); }
 
-    // Takes the chunk's records into a run, up to the first still being
-    // written: the bytes that added to the stream, the latest stamp
-    // (CLOCK_MONOTONIC), and the position past the last record taken; or
-    // nullopt, and nothing taken (none could be).
+    // Takes every record of the chunk into a run: the bytes that added to
+    // the stream, and the latest stamp (CLOCK_MONOTONIC); or nullopt, and
+    // nothing taken.
     struct Taken {
         size_t bytes;
         uint32_t events;
         uint64_t latest_ns;
-        uint64_t end;
     };
     std::optional<Taken> take(const RingMerger::Chunk &chunk, const Judge &judge);
     size_t bytes_held() const { return bytes_held_; }
@@ -83,8 +80,7 @@ private:
         Refused, // a record the merge must judge
         NoRoom,  // the run has room for the records, not for their names too
     };
-    Encoded encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns,
-                   uint64_t &end);
+    Encoded encode(const RingMerger::Chunk &chunk, const Judge &judge, uint64_t &latest_ns);
     bool name(uint32_t id, size_t rest_bound, const Judge &judge);
     bool open_run();
     void close_run();

@@ -78,7 +78,7 @@ bool LogHandOff::flush(uint64_t start_ns)
 }
 
 // The chunk's bytes bound what its run takes, names aside.
-std::optional<RingMerger::ChunkTaken> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
+std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
 {
     if (!runs_ || log_->first_error() || read_with_getnext_)
         return std::nullopt; // the stream keeps them, to be read or as it keeps every event now
@@ -94,7 +94,7 @@ std::optional<RingMerger::ChunkTaken> LogHandOff::take_chunk(const RingMerger::C
         return std::nullopt;
     parts_.ledger.count_recorded(taken->events);
     parts_.store.hold_beside(taken->bytes);
-    return RingMerger::ChunkTaken{taken->latest_ns, taken->end};
+    return taken->latest_ns;
 }
 
 // Once a write to the log failed, the log ends there (it stays readable up

@@ -62,10 +62,9 @@ public:
     // A reader reads the stream with getnext: what it reads is what the
     // merge delivers, so no chunk becomes a run from now on.
     void read_with_getnext() { read_with_getnext_ = true; }
-    // RingMerger's chunk sink: the chunk's records as a run held in the
-    // stream's room (a stream they fill flushes first); nullopt, and the
-    // merge reads them.
-    std::optional<RingMerger::ChunkTaken> take_chunk(const RingMerger::Chunk &chunk);
+    // RingMerger's chunk sink: the chunk as a run held in the stream's
+    // room (a stream it fills flushes first); nullopt, and the merge reads it.
+    std::optional<uint64_t> take_chunk(const RingMerger::Chunk &chunk);
 
     // Hands every event of the store, losses reported first, to the log
     // writer; false, and nothing handed, once the log's writes have failed.

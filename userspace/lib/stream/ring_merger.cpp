@@ -15,8 +15,8 @@ constexpr size_t kMaxObservations = 64;
 // 4 it gets 7.3-9.5 M/s, and the drain keeps as much.
 constexpr size_t kRecordsReadEachRound = 4096;
 constexpr size_t kMostRoundsEachPass = 4;
-// Chunks a round lets a sink take of each ring: a megabyte, so a pass that
-// takes a backlog still lets readers in.
+// Whole chunks a round lets a sink take of each ring: a megabyte, so a pass
+// that takes a backlog still lets readers in.
 constexpr size_t kMostChunksEachRound = 16;
 // How far past the oldest record not read in any ring a chunk may start to
 // be offered: without it, a ring read as fast as another but written more
@@ -63,28 +63,24 @@ size_t RingMerger::read_committed(Window &window, uint64_t producer, Visit visit
     return read;
 }
 
-// What is readable is offered chunk by chunk, the one begun from where the
-// merge got to, the last as far as its writer got. What the sink takes is
-// passed as read, its latest stamp the ring's latest; what it leaves, and
-// all after, is read one record at a time. A sink that stops at a record
-// still being written ends the offers: the merge would stop there too.
-RingMerger::Offered RingMerger::offer_chunks(Window &window, uint64_t end, const Offer &offer)
+// Whole chunks the sink takes are passed as read, their latest stamp the
+// ring's latest; the first it leaves, and all after, are read one record at
+// a time.
+RingMerger::Offered RingMerger::offer_whole_chunks(Window &window, uint64_t end, const Offer &offer)
 {
     uint64_t bytes = window.reader->chunk_bytes();
     for (size_t offered = 0; offered < kMostChunksEachRound; ++offered) {
-        if (window.scanned >= end)
+        uint64_t chunk_end = window.scanned + bytes;
+        if (window.scanned % bytes || end < chunk_end)
             return Offered::All;
         if (next_stamp(window).value_or(0) > offer.horizon_ns)
             return Offered::Ahead;
-        uint64_t chunk_end = std::min((window.scanned | (bytes - 1)) + 1, end);
-        std::optional<ChunkTaken> taken =
+        std::optional<uint64_t> latest_ns =
             offer.sink({*window.reader, window.scanned, chunk_end, last_delivered_ns_});
-        if (!taken)
+        if (!latest_ns)
             return Offered::Refused;
-        window.latest_ns = std::max(window.latest_ns, taken->latest_ns);
-        window.scanned = taken->end;
-        if (taken->end < chunk_end)
-            return Offered::All;
+        window.latest_ns = std::max(window.latest_ns, *latest_ns);
+        window.scanned = chunk_end;
     }
     window.behind = true;
     return Offered::All;
@@ -173,13 +169,23 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
         insert_sorted(window, {record->timestamp_ns, window.scanned, record});
         window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
     };
+    size_t read = 0;
     Offered offered = Offered::All;
-    if (offer.sink && window.reader->chunk_bytes() && window.reader->in_timestamp_order())
-        offered = offer_chunks(window, readable.end, offer);
-    if (offered == Offered::Ahead) // left for a later round
+    // The chunk begun is read to its end, if it is whole, so that the
+    // whole chunks after it may be taken at once.
+    if (uint64_t bytes = offer.sink ? window.reader->chunk_bytes() : 0;
+        bytes && window.reader->in_timestamp_order()) {
+        uint64_t boundary = (window.scanned + bytes - 1) & ~(bytes - 1);
+        if (boundary <= readable.end) {
+            read = read_committed(window, boundary, visit, kRecordsReadEachRound);
+            if (window.scanned == boundary)
+                offered = offer_whole_chunks(window, readable.end, offer);
+        }
+    }
+    if (offered == Offered::Ahead) // left for a later round, whole
         window.behind = true;
     else if (!window.behind)
-        read_committed(window, readable.end, visit, kRecordsReadEachRound);
+        read_committed(window, readable.end, visit, kRecordsReadEachRound - read);
     if (readable.more && window.scanned == readable.end)
         window.behind = true; // the ring lets the next round read on
     // The bound is the time of the latest look whose producer position was

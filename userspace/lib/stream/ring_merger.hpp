@@ -41,26 +41,19 @@ class RingMerger {
 public:
     using RecordSink = std::function<void(const pt_record &)>;
     using SystemSink = std::function<void(SystemEvent &&)>;
-    // Records of one chunk of a ring in timestamp order (a ring of chunks,
-    // RecordRing::chunk_bytes) that the merge has not read, from position
-    // `from` to `to`: the rest of the chunk, or what its writer has reserved
-    // of it so far. Its records are no older than what the ring still held
-    // back, so no older than the safe point of the pass; a record stamped
-    // before `not_before_ns` (what was delivered last) would come late.
+    // A whole chunk of a ring in timestamp order that the merge has not read
+    // any of (RecordRing::whole_chunk_at), from position `from` to `to`.
+    // Its records are no older than what the ring still held back, so no
+    // older than the safe point of the pass; a record stamped before
+    // `not_before_ns` (what was delivered last) would come late.
     struct Chunk {
         const RecordRing &ring;
         uint64_t from, to;
         uint64_t not_before_ns;
     };
-    // What a sink took of a chunk: every record from its start up to `end`
-    // (`to`, or a record still being written), the latest stamp among them.
-    struct ChunkTaken {
-        uint64_t latest_ns;
-        uint64_t end;
-    };
-    // Takes the chunk's records at once, up to the first one still being
-    // written; or takes none: nullopt, and the merge reads them.
-    using ChunkSink = std::function<std::optional<ChunkTaken>(const Chunk &)>;
+    // Takes every record of the chunk at once, and returns the latest stamp
+    // among them; or takes none: nullopt, and the merge reads them.
+    using ChunkSink = std::function<std::optional<uint64_t>(const Chunk &)>;
     struct Sinks {
         RecordSink record;
         SystemSink system;
@@ -173,7 +166,7 @@ private:
     static std::optional<uint64_t> next_stamp(const Window &window);
     uint64_t chunk_horizon(const ChunkSink &chunks) const;
     enum class Offered { All, Refused, Ahead };
-    Offered offer_chunks(Window &window, uint64_t end, const Offer &offer);
+    Offered offer_whole_chunks(Window &window, uint64_t end, const Offer &offer);
     static void insert_sorted(Window &window, const Pending &record);
     void deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
     void deliver_record(Window &window, const Sinks &sinks);
