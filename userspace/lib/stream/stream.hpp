@@ -3,12 +3,10 @@
 #include <trace.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "attributes/attributes.hpp"
 #include "events/readable_trace.hpp"
