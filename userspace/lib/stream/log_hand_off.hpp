@@ -58,7 +58,7 @@ public:
     // Whole lane chunks become runs of the log from now on, judged by
     // `judge`, if the log takes runs.
     void take_runs(LaneRuns::Judge judge);
-    bool takes_runs() const { return runs_ != nullptr; }
+    bool takes_runs() const { return runs_ && !read_with_getnext_ && !log_->first_error(); }
     // A reader reads the stream with getnext: what it reads is what the
     // merge delivers, so no chunk becomes a run from now on.
     void read_with_getnext() { read_with_getnext_ = true; }

@@ -71,8 +71,11 @@ RingMerger::Offered RingMerger::offer_whole_chunks(Window &window, uint64_t end,
     uint64_t bytes = window.reader->chunk_bytes();
     for (size_t offered = 0; offered < kMostChunksEachRound; ++offered) {
         uint64_t chunk_end = window.scanned + bytes;
-        if (window.scanned % bytes || end < chunk_end)
+        if (window.scanned % bytes)
             return Offered::All;
+        if (end < chunk_end)
+            return next_stamp(window).value_or(0) > offer.unfinished_after_ns ? Offered::Unfinished
+                                                                              : Offered::All;
         if (next_stamp(window).value_or(0) > offer.horizon_ns)
             return Offered::Ahead;
         std::optional<uint64_t> latest_ns =
@@ -184,7 +187,7 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     }
     if (offered == Offered::Ahead) // left for a later round, whole
         window.behind = true;
-    else if (!window.behind)
+    else if (offered != Offered::Unfinished && !window.behind)
         read_committed(window, readable.end, visit, kRecordsReadEachRound - read);
     if (readable.more && window.scanned == readable.end)
         window.behind = true; // the ring lets the next round read on
@@ -196,9 +199,11 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     if (seen.size() > kMaxObservations)
         seen.erase(seen.begin() + 1);
     // A ring in timestamp order bounds what it still holds by what it
-    // handed over last.
-    if (window.reader->in_timestamp_order() && window.scanned < producer)
-        return std::max(seen.front().time_ns, window.latest_ns);
+    // handed over last, and by the first record of a chunk left to wait.
+    if (window.reader->in_timestamp_order() && window.scanned < producer) {
+        uint64_t waiting_ns = offered == Offered::Unfinished ? next_stamp(window).value_or(0) : 0;
+        return std::max({seen.front().time_ns, window.latest_ns, waiting_ns});
+    }
     return seen.front().time_ns;
 }
 
@@ -225,7 +230,7 @@ uint64_t RingMerger::merge(uint64_t now_ns, std::deque<SystemEvent> &system, con
     found_new_ = false;
     for (size_t round = 0; round < kMostRoundsEachPass; ++round) {
         uint64_t bound = now_ns;
-        Offer offer{sinks.chunk, chunk_horizon(sinks.chunk)};
+        Offer offer{sinks.chunk, chunk_horizon(sinks.chunk), sinks.unfinished_waits_after_ns};
         for (Window &window : windows_)
             bound = std::min(bound, scan(window, now_ns, offer));
         safe_ns = bound > kClockMarginNs ? bound - kClockMarginNs : 0;

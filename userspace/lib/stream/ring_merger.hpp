@@ -64,6 +64,11 @@ public:
         RecordSink late;
         // Empty: no chunk is offered.
         ChunkSink chunk;
+        // With a chunk sink: a chunk still being written whose first record
+        // is stamped after this is not read yet, to be offered whole once
+        // its writer moves on. Its ring then holds the safe point at that
+        // first stamp, no earlier.
+        uint64_t unfinished_waits_after_ns = UINT64_MAX;
     };
 
     // The margin absorbs what separates the two clocks read (the vDSO's
@@ -159,13 +164,15 @@ private:
     // runs then stay close behind the safe point.
     struct Offer {
         const ChunkSink &sink;
-        uint64_t horizon_ns; // no chunk starting later than this is offered
+        uint64_t horizon_ns;          // no chunk starting later than this is offered
+        uint64_t unfinished_after_ns; // Sinks::unfinished_waits_after_ns
     };
     uint64_t scan(Window &window, uint64_t now_ns, const Offer &offer);
     RecordRing::Readable drop_older_than_taken_back(Window &window, RecordRing::Readable readable);
     static std::optional<uint64_t> next_stamp(const Window &window);
     uint64_t chunk_horizon(const ChunkSink &chunks) const;
-    enum class Offered { All, Refused, Ahead };
+    // Unfinished: the chunk at the window's position waits for its writer.
+    enum class Offered { All, Refused, Ahead, Unfinished };
     Offered offer_whole_chunks(Window &window, uint64_t end, const Offer &offer);
     static void insert_sorted(Window &window, const Pending &record);
     void deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks);

@@ -73,12 +73,13 @@ void StreamDrain::merge(uint64_t now_ns)
     RingMerger::Sinks sinks{
         [this, &intake](const pt_record &record) { intake.deliver(record, record.data, probes()); },
         [&intake](SystemEvent &&event) { intake.store(event.header, event.data.data()); },
-        [this, &intake](const pt_record &record) { intake.drop_late(record, probes()); },
-        parts_.log && parts_.log->takes_runs()
-            ? RingMerger::ChunkSink([log = parts_.log](const RingMerger::Chunk &chunk) {
-                  return log->take_chunk(chunk);
-              })
-            : RingMerger::ChunkSink()};
+        [this, &intake](const pt_record &record) { intake.drop_late(record, probes()); }};
+    if (parts_.log && parts_.log->takes_runs()) {
+        sinks.chunk = [log = parts_.log](const RingMerger::Chunk &chunk) {
+            return log->take_chunk(chunk);
+        };
+        sinks.unfinished_waits_after_ns = unfinished_chunks_wait_after(now_ns);
+    }
     safe_ns_ = std::max(safe_ns_, merger().merge(now_ns, parts_.system_events.events(), sinks));
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.
@@ -89,6 +90,17 @@ void StreamDrain::merge(uint64_t now_ns)
     overwrite_before_taken_back();
     parts_.filters.forget_before(merger().last_delivered_ns());
     parts_.rescan.delivered_before(safe_ns_);
+}
+
+// A drain that keeps up with a thread would read the chunk it writes a
+// record at a time, through every stage and into the store, at several
+// times the cost of taking the chunk whole into a run once it is written.
+// So a chunk begun recently waits; one a flush waits for does not, and the
+// flush's safe point is never held past its time.
+uint64_t StreamDrain::unfinished_chunks_wait_after(uint64_t now_ns) const
+{
+    uint64_t begun_after_ns = now_ns > kUnfinishedChunkWaitNs ? now_ns - kUnfinishedChunkWaitNs : 0;
+    return std::max(begun_after_ns, flush_until_ns_ + RingMerger::kClockMarginNs);
 }
 
 // Once the merge has seen a lane take records back, the stream's events

@@ -96,10 +96,16 @@ public:
     void distrust_sleeps();
 
 private:
+    // How long a lane's chunk being written waits to be taken whole as a
+    // run: a pass's period, so the safe point holds back the other sources
+    // by about one pass more.
+    static constexpr uint64_t kUnfinishedChunkWaitNs = DrainSchedule::kPeriodNs;
+
     RingMerger &merger() { return parts_.recording.merger(); }
     ProcessProbes *probes() { return parts_.recording.probes(); }
     void read_losses(uint64_t now_ns);
     void merge(uint64_t now_ns);
+    uint64_t unfinished_chunks_wait_after(uint64_t now_ns) const;
     void overwrite_before_taken_back();
     LossPlacement loss_placement();
 
