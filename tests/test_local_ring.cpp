@@ -121,6 +121,55 @@ TEST_CASE("local ring: a record claiming more data than its slot holds is damage
     CHECK(damaged.size == ring.producer()); // passed like any other
 }
 
+// A header written over to claim a slot past its chunk's end: the reader
+// passes the rest of the chunk as one damaged record, and reads on in the
+// next chunk; it never follows the claim into memory of another chunk.
+TEST_CASE("local ring: a record whose header claims a slot past its chunk is passed to the chunk's "
+          "end",
+          "[local-ring]")
+{
+    SmallPool pool(2);
+    auto owned = std::make_unique<LocalRing>(pool, 4);
+    LocalRing &ring = *owned;
+    std::vector<pt_record *> records;
+    for (uint64_t stamp = 1; ring.producer() < 4096 + 1024; ++stamp) {
+        pt_record *record = ring.reserve(8);
+        REQUIRE(record);
+        record->timestamp_ns = stamp;
+        record->data_len = 8;
+        ring.commit(record);
+        records.push_back(record);
+    }
+    const size_t in_first_chunk = 4096 / 64; // 64-byte records
+    REQUIRE(records.size() > in_first_chunk);
+    auto *header =
+        reinterpret_cast<uint32_t *>(reinterpret_cast<uint8_t *>(records[1]) - BPF_RINGBUF_HDR_SZ);
+    *header = 1u << 20;
+    RecordRing::Record damaged = ring.at(64);
+    CHECK(damaged.slot == RecordRing::Slot::Damaged);
+    CHECK(damaged.size == 4096 - 64);
+    *header = 4096 - 64 - BPF_RINGBUF_HDR_SZ; // ends at the chunk's end exactly: a record
+    CHECK(ring.at(64).slot == RecordRing::Slot::Committed);
+    CHECK(ring.at(64).size == 4096 - 64);
+    *header = 4096 - 64 - BPF_RINGBUF_HDR_SZ + 1;
+    CHECK(ring.at(64).slot == RecordRing::Slot::Damaged);
+    CHECK(ring.at(64).size == 4096 - 64);
+
+    RingMerger merger;
+    merger.add_ring(std::move(owned), 0);
+    std::vector<uint64_t> delivered;
+    std::deque<SystemEvent> system;
+    RingMerger::Sinks sinks{
+        [&](const pt_record &record) { delivered.push_back(record.timestamp_ns); },
+        [](SystemEvent &&) {}, [](const pt_record &) {}};
+    merger.merge(1'000'000'000, system, sinks);
+    CHECK(merger.take_damaged() == 1);
+    std::vector<uint64_t> expected{1};
+    for (size_t i = in_first_chunk; i < records.size(); ++i)
+        expected.push_back(i + 1);
+    CHECK(delivered == expected);
+}
+
 TEST_CASE("local ring: a ring the pool has no chunk for counts every record it could not hold",
           "[local-ring]")
 {

@@ -50,8 +50,10 @@ public:
     virtual Readable readable(uint64_t & /*scanned*/) { return {producer()}; }
 
     // Damaged: committed, but its header or the data it claims do not fit
-    // in its slot. Only a ring in the process's own memory (LocalRing), that
-    // the process wrote over, can hold one: it is passed, never read.
+    // in its slot, or the slot its header claims runs past the end of its
+    // chunk (then the rest of the chunk is passed). Only a ring in the
+    // process's own memory (LocalRing), that the process wrote over, can
+    // hold one: it is passed, never read.
     enum class Slot { Committed, Discarded, Busy, Damaged };
     struct Record {
         Slot slot;
@@ -65,6 +67,10 @@ public:
         uint32_t length =
             __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
         uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
+        // A writer never lets a record cross a chunk's end: one that claims
+        // to would move the reader into memory of another chunk, or none.
+        if (uint64_t to_end = bytes_ - (position & (bytes_ - 1)); chunk_table_ && size > to_end)
+            return {Slot::Damaged, nullptr, to_end};
         if (length & BPF_RINGBUF_BUSY_BIT)
             return {Slot::Busy, nullptr, size};
         if (length & BPF_RINGBUF_DISCARD_BIT)
