@@ -3,7 +3,6 @@
 // written here, some by real threads: whatever the sink takes or leaves,
 // every record comes out once, the merged ones in time order.
 #include <catch2/catch.hpp>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,21 +17,16 @@
 #include "sources/lanes/chunk_pool.hpp"
 #include "sources/lanes/local_ring.hpp"
 #include "stream/ring_merger.hpp"
+#include "util/clock.hpp"
 
 using posixtrace::ChunkPool;
 using posixtrace::LocalRing;
+using posixtrace::monotonic_now;
 using posixtrace::RecordRing;
 using posixtrace::RingMerger;
 using posixtrace::SystemEvent;
 
 namespace {
-
-uint64_t monotonic_ns()
-{
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
-}
 
 struct Taken {
     uint64_t chunks = 0, records = 0, unordered = 0, too_early = 0, busy = 0;
@@ -84,7 +78,7 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
         auto ring = std::make_unique<LocalRing>(pool, 512);
         REQUIRE(ring->mapped());
         rings.push_back(ring.get());
-        merger.add_ring(std::move(ring), monotonic_ns());
+        merger.add_ring(std::move(ring), monotonic_now());
     }
     std::atomic<int> writing{2};
     std::atomic<bool> refused{false}; // Catch2 asserts from the main thread only
@@ -98,7 +92,7 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
                     refused = true;
                     break;
                 }
-                record->timestamp_ns = monotonic_ns();
+                record->timestamp_ns = monotonic_now();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
                 rings[size_t(w)]->commit(record);
@@ -137,7 +131,7 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
             std::this_thread::sleep_for(std::chrono::microseconds(50));
         merged_at[0] = written[0];
         merged_at[1] = written[1];
-        uint64_t now = monotonic_ns();
+        uint64_t now = monotonic_now();
         sinks.unfinished_waits_after_ns = waiting ? now - 100'000 : UINT64_MAX;
         merger.merge(now, system, sinks);
     }
@@ -145,7 +139,7 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
         thread.join();
     REQUIRE_FALSE(refused);
     sinks.unfinished_waits_after_ns = UINT64_MAX;
-    merger.merge(monotonic_ns() + RingMerger::kClockMarginNs, system, sinks);
+    merger.merge(monotonic_now() + RingMerger::kClockMarginNs, system, sinks);
     INFO(taken.chunks << " chunks taken, " << taken.records << " records in them");
     CHECK(taken.chunks > 0);
     CHECK(taken.busy == 0);

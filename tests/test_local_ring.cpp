@@ -3,7 +3,6 @@
 // path, docs/architecture.md). Written and read here by real threads.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,21 +16,16 @@
 #include "sources/lanes/chunk_pool.hpp"
 #include "sources/lanes/local_ring.hpp"
 #include "stream/ring_merger.hpp"
+#include "util/clock.hpp"
 
 using posixtrace::ChunkPool;
 using posixtrace::LocalRing;
+using posixtrace::monotonic_now;
 using posixtrace::RecordRing;
 using posixtrace::RingMerger;
 using posixtrace::SystemEvent;
 
 namespace {
-
-uint64_t monotonic_ns()
-{
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
-}
 
 // Writes a record whose data is `data_len` bytes of `fill`, stamped `stamp`.
 bool write_record(LocalRing &ring, uint32_t data_len, uint8_t fill, uint64_t stamp)
@@ -305,7 +299,7 @@ MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int write
         auto ring = std::make_unique<LocalRing>(pool, most_chunks);
         REQUIRE(ring->mapped());
         rings.push_back(ring.get());
-        merger.add_ring(std::move(ring), monotonic_ns());
+        merger.add_ring(std::move(ring), monotonic_now());
     }
     std::atomic<int> writing{writers};
     std::vector<std::thread> threads;
@@ -315,7 +309,7 @@ MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int write
                 pt_record *record = rings[size_t(w)]->reserve(16, overwriting);
                 if (!record)
                     continue;
-                record->timestamp_ns = monotonic_ns();
+                record->timestamp_ns = monotonic_now();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
                 rings[size_t(w)]->commit(record);
@@ -339,12 +333,12 @@ MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int write
                             [](SystemEvent &&) {}, [&](const pt_record &) { ++tally.late; }};
     std::deque<SystemEvent> system;
     while (writing > 0 || merger.holding()) {
-        merger.merge(monotonic_ns(), system, sinks);
+        merger.merge(monotonic_now(), system, sinks);
         std::this_thread::sleep_for(pause);
     }
     for (auto &thread : threads)
         thread.join();
-    merger.merge(monotonic_ns() + RingMerger::kClockMarginNs, system, sinks);
+    merger.merge(monotonic_now() + RingMerger::kClockMarginNs, system, sinks);
     for (LocalRing *ring : rings)
         tally.lost += ring->lost();
     tally.dropped_older = merger.take_dropped_older();
@@ -402,7 +396,7 @@ bool write_indexed(LocalRing &ring, int index, LocalRing::ChunkRules *overwritin
     pt_record *record = ring.reserve(sizeof index, overwriting);
     if (!record)
         return false;
-    record->timestamp_ns = monotonic_ns();
+    record->timestamp_ns = monotonic_now();
     record->data_len = sizeof index;
     std::memcpy(record->data, &index, sizeof index);
     ring.commit(record);
