@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "log/log_writer.hpp"
 #include "memory_ring_support.hpp"
@@ -186,4 +188,29 @@ TEST_CASE(
 
     CHECK_FALSE(to.runs->take(chunk, to.judge));
     CHECK(to.runs->bytes_held() == 0);
+}
+
+// A FLUSH stream read with getnext takes back the runs it held for its log:
+// every event of every run held, open or closed, as it was recorded (its
+// stamp as the log has it), and none is held any more.
+TEST_CASE("lane runs: the runs held are given back event by event, then forgotten", "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing first, second;
+    first.commit(first.reserve(16), 100, kFirstId, 16);
+    first.discard(first.reserve(8));
+    first.commit(first.reserve(4), 300, kSecondId, 4);
+    second.commit(second.reserve(0), 200, kFirstId, 0);
+    REQUIRE(to.runs->take({first, 0, first.producer(), 0}, to.judge));
+    REQUIRE(to.runs->take({second, 0, second.producer(), 0}, to.judge));
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> given;
+    uint64_t events = to.runs->give_back([&](const pt_record &record, const uint8_t *data) {
+        given.emplace_back(record.timestamp_ns, record.event_id, record.data_len);
+        CHECK(std::all_of(data, data + record.data_len, [](uint8_t byte) { return byte == 0; }));
+    });
+    CHECK(events == 3);
+    CHECK(given == std::vector<std::tuple<uint64_t, uint32_t, uint32_t>>{
+                       {100, kFirstId, 16}, {300, kSecondId, 4}, {200, kFirstId, 0}});
+    CHECK(to.runs->bytes_held() == 0);
+    CHECK(to.runs->give_back([](const pt_record &, const uint8_t *) { FAIL("given twice"); }) == 0);
 }

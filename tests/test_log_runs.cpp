@@ -391,3 +391,87 @@ TEST_CASE("log runs: posix_trace_clear takes the runs held with the stream's oth
     CHECK(sequences.count(0) == 0);
     CHECK(sequences[1] == sequence_up_to(1000));
 }
+
+namespace {
+
+// Reads the stream with posix_trace_timedgetnext_event until `wanted`
+// events of `id` came, or nothing did for two seconds.
+std::vector<Event> read_until(trace_id_t trid, trace_event_id_t id, int wanted)
+{
+    std::vector<Event> events;
+    std::vector<unsigned char> buffer(kReadBufferBytes);
+    for (int of_id = 0; of_id < wanted;) {
+        timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 2;
+        Event event;
+        size_t length = 0;
+        int unavailable = 0;
+        int err = posix_trace_timedgetnext_event(trid, &event.info, buffer.data(), buffer.size(),
+                                                 &length, &unavailable, &deadline);
+        if (err || unavailable)
+            break;
+        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(length));
+        of_id += event.info.posix_event_id == id;
+        events.push_back(std::move(event));
+    }
+    return events;
+}
+
+} // namespace
+
+// The first getnext of a FLUSH stream with a log: the runs the stream holds
+// for its log come back to it, and the reader reads them among its other
+// events, in order; what is read never reaches the log. Stopped first, every
+// run is older than the merge's safe point; read while the stream runs, the
+// youngest come through the merge.
+TEST_CASE("log runs: the runs held are read by the first getnext, in order, and not logged",
+          "[log][runs][self-tracing]")
+{
+    bool stopped = GENERATE(true, false);
+    INFO((stopped ? "read once stopped" : "read while it runs"));
+    constexpr int kEvents = 30'000; // under the 4 MiB of runs that make it flush
+    Attr a;
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 64u << 20) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0);
+    TempFile file;
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    filter_thread_events(stream.get());
+    trace_event_id_t id = user_event("runs.read_back");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    for (int i = 0; i < kEvents; ++i)
+        emit_numbered(id, 0, i);
+    usleep(20'000); // the drain takes the chunks as runs meanwhile
+    if (stopped)
+        REQUIRE(posix_trace_stop(stream.get()) == 0);
+    else
+        for (int i = 0; i < 100; ++i) // after the first read, through the merge
+            emit_numbered(id, 1, i);
+
+    std::vector<Event> events = read_until(stream.get(), id, kEvents + (stopped ? 0 : 100));
+    for (Event &rest : read_available(stream.get()))
+        events.push_back(std::move(rest));
+    auto sequences = sequences_of(events, id);
+    CHECK(sequences[0] == sequence_up_to(kEvents));
+    if (!stopped)
+        CHECK(sequences[1] == sequence_up_to(100));
+    check_timestamps_ordered(events);
+    REQUIRE_FALSE(events.empty());
+    CHECK(events.front().info.posix_event_id == POSIX_TRACE_START);
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
+    CHECK(losses.refused == 0);
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
+    CHECK(counters.recorded == events.size()); // each once, all read
+    CHECK(counters.lost_in_stream == 0);
+    REQUIRE(stream.shutdown() == 0);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    REQUIRE(read.error == 0);
+    CHECK(user_events_of(read.events, id).empty());
+}

@@ -192,3 +192,44 @@ TEST_CASE("clear: the store forgets its events and every loss it held")
     CHECK(store.take_overwritten().records == 0);
     CHECK_FALSE(store.take_refused().any());
 }
+
+// The runs a stream held for its log, given back to a reader: put among the
+// events held in time order (each before the first one stamped later, after
+// those stamped the same), with their data; what has no room is counted.
+TEST_CASE("store: events held apart are merged in among the events held, in time order")
+{
+    StreamStore store(16 * kEventBytes, POSIX_TRACE_FLUSH);
+    auto data_of = [](uint64_t stamp) { return std::vector<uint8_t>(kPayload, uint8_t(stamp)); };
+    for (uint64_t stamp : {10, 20, 30}) {
+        std::vector<uint8_t> data = data_of(stamp);
+        store.push(record_of(kUserEvent, stamp), data.data());
+    }
+    std::vector<StreamStore::HeldEvent> apart;
+    for (uint64_t stamp : {5, 20, 25, 35, 36})
+        apart.push_back({data_of(stamp + 100), record_of(kUserEvent + 1, stamp)});
+    CHECK(store.merge_in(apart) == 0);
+    std::vector<std::pair<uint64_t, uint32_t>> order;
+    while (!store.empty()) {
+        const pt_record &record = store.front();
+        CHECK(record.data_len == kPayload);
+        uint8_t expected = uint8_t(record.timestamp_ns + (record.event_id == kUserEvent ? 0 : 100));
+        CHECK(std::all_of(record.data, record.data + kPayload,
+                          [&](uint8_t byte) { return byte == expected; }));
+        order.emplace_back(record.timestamp_ns, record.event_id - kUserEvent);
+        store.pop();
+    }
+    CHECK(order == std::vector<std::pair<uint64_t, uint32_t>>{
+                       {5, 1}, {10, 0}, {20, 0}, {20, 1}, {25, 1}, {30, 0}, {35, 1}, {36, 1}});
+
+    StreamStore small(4 * kEventBytes, POSIX_TRACE_FLUSH); // room for 4 (and a stop)
+    for (uint64_t stamp : {10, 20}) {
+        std::vector<uint8_t> data = data_of(stamp);
+        small.push(record_of(kUserEvent, stamp), data.data());
+    }
+    uint64_t refused = small.merge_in(apart);
+    size_t held = 0;
+    for (; !small.empty(); small.pop())
+        ++held;
+    CHECK(held + refused == 2 + apart.size());
+    CHECK(refused > 0);
+}

@@ -36,6 +36,11 @@ public:
     // The smallest and the largest stamp of its events.
     uint64_t first_ns() const { return first_ns_; }
     uint64_t last_ns() const { return last_ns_; }
+    // The records added so far, as they will be written.
+    std::span<const uint8_t> records() const
+    {
+        return {memory_ + kBlockHeaderSize, payload_bytes()};
+    }
 
     bool named(uint32_t id) const { return id < named_.size() && named_[id]; }
     static size_t name_record_bytes(const std::string &name);

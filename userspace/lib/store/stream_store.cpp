@@ -1,6 +1,7 @@
 #include "store/stream_store.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace posixtrace {
 
@@ -161,6 +162,34 @@ std::unique_ptr<FullPolicy> FullPolicy::make(int stream_full_policy)
     default: // POSIX_TRACE_UNTIL_FULL: the attributes admit no other
         return std::make_unique<UntilFullPolicy>();
     }
+}
+
+// Once round the buffer: each event held is taken from the front and put
+// back at the end, after the events to merge stamped before it. The room
+// it gives back is the room it takes again, so the events held always fit.
+uint64_t StreamStore::merge_in(const std::vector<HeldEvent> &events)
+{
+    uint64_t refused = 0;
+    auto next = events.begin();
+    auto put_before = [&](uint64_t timestamp_ns) {
+        for (; next != events.end() && next->header.timestamp_ns < timestamp_ns; ++next) {
+            if (fits(stored_event_size(next->header.data_len)))
+                push(next->header, next->data.data());
+            else
+                ++refused;
+        }
+    };
+    std::vector<uint8_t> data;
+    for (size_t left = buffer_.used(); left > 0;) {
+        pt_record header = front();
+        data.assign(front().data, front().data + header.data_len);
+        left -= stored_event_size(header.data_len);
+        pop();
+        put_before(header.timestamp_ns);
+        push(header, data.data());
+    }
+    put_before(UINT64_MAX);
+    return refused;
 }
 
 } // namespace posixtrace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "attributes/attributes.hpp"
 #include "posixtrace.h"
@@ -60,6 +61,15 @@ public:
     void pop() { buffer_.pop(); }
     // Empties it and forgets every loss it held (posix_trace_clear).
     void clear();
+    // An event held apart, its stamp realtime as the store's.
+    struct HeldEvent {
+        std::vector<uint8_t> data;
+        pt_record header; // last: its data[] is not these
+    };
+    // Puts `events` (sorted by stamp) among those held, in time order, each
+    // before the first held one stamped later; returns how many did not
+    // fit.
+    uint64_t merge_in(const std::vector<HeldEvent> &events);
 
     // LOOP: the oldest events go until `bytes` fit (or none is left). A
     // dropped loss report hands its counts on to the next.

@@ -69,6 +69,11 @@ public:
     // Forgets the runs held (posix_trace_clear, a log that failed);
     // returns their events.
     uint64_t drop_all();
+    // Hands each event of the runs held to `event` (its stamp realtime, as
+    // in the log; no image, no CPU), then forgets them as drop_all() does;
+    // returns how many.
+    using EventVisitor = std::function<void(const pt_record &, const uint8_t *data)>;
+    uint64_t give_back(const EventVisitor &event);
 
 private:
     struct Run {

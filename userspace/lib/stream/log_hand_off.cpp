@@ -77,6 +77,40 @@ bool LogHandOff::flush(uint64_t start_ns)
     return true;
 }
 
+// At the first getnext. An event stamped before the merge's safe point
+// joins the store in time order (nothing older can come now); a later one
+// is queued for the merge to deliver in its place among the records still
+// to come, and counted recorded when it is stored, as they are. The room
+// the runs held is the room their events take in the store.
+void LogHandOff::read_with_getnext()
+{
+    if (std::exchange(read_with_getnext_, true) || !runs_ || !runs_->bytes_held())
+        return;
+    int64_t offset = parts_.realtime_offset_ns;
+    uint64_t settled_below_ns = uint64_t(int64_t(parts_.drain.safe_ns()) + offset);
+    std::vector<StreamStore::HeldEvent> settled;
+    uint64_t queued = 0;
+    runs_->give_back([&](const pt_record &record, const uint8_t *data) {
+        if (record.timestamp_ns < settled_below_ns) {
+            settled.push_back({{data, data + record.data_len}, record});
+            return;
+        }
+        pt_record monotonic = record;
+        monotonic.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) - offset);
+        parts_.drain.queue_recorded(monotonic, data);
+        ++queued;
+    });
+    parts_.store.forget_beside();
+    parts_.ledger.take_back_recorded(queued);
+    std::stable_sort(settled.begin(), settled.end(), [](const auto &a, const auto &b) {
+        return a.header.timestamp_ns < b.header.timestamp_ns;
+    });
+    if (uint64_t refused = parts_.store.merge_in(settled)) {
+        parts_.ledger.take_back_recorded(refused);
+        parts_.ledger.count_stream_loss(StreamLoss::Refused, refused);
+    }
+}
+
 // The chunk's bytes bound what its run takes, names aside.
 std::optional<uint64_t> LogHandOff::take_chunk(const RingMerger::Chunk &chunk)
 {

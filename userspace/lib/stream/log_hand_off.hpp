@@ -59,9 +59,9 @@ public:
     // `judge`, if the log takes runs.
     void take_runs(LaneRuns::Judge judge);
     bool takes_runs() const { return runs_ && !read_with_getnext_ && !log_->first_error(); }
-    // A reader reads the stream with getnext: what it reads is what the
-    // merge delivers, so no chunk becomes a run from now on.
-    void read_with_getnext() { read_with_getnext_ = true; }
+    // A reader reads the stream with getnext: no chunk becomes a run from
+    // now on, and the runs held go back to the stream, to be read.
+    void read_with_getnext();
     // RingMerger's chunk sink: the chunk as a run held in the stream's
     // room (a stream it fills flushes first); nullopt, and the merge reads it.
     std::optional<uint64_t> take_chunk(const RingMerger::Chunk &chunk);

@@ -80,6 +80,11 @@ public:
     void queue_system_event(trace_event_id_t id, uint64_t timestamp_ns, const void *data,
                             size_t size);
     void queue_loss(const LossReport &loss, uint64_t timestamp_ns);
+    // An event recorded and held apart, to be delivered in its place.
+    void queue_recorded(const pt_record &record, const uint8_t *data)
+    {
+        parts_.system_events.queue_record(record, data, safe_ns_);
+    }
     void queue_loss_window(const LossWindow &window);
     // UNTIL_FULL's refusals in the sources, `refused` in all, counted as
     // the sources count them (see the definition).

@@ -24,12 +24,18 @@ void SystemEventQueue::queue(trace_event_id_t id, uint64_t timestamp_ns, uint64_
 {
     if (filters_.filters(id))
         return;
-    timestamp_ns = std::max(timestamp_ns, floor_ns);
     const auto *bytes = static_cast<const uint8_t *>(data);
+    queue_record(record(id, timestamp_ns, size), bytes, floor_ns);
+}
+
+void SystemEventQueue::queue_record(const pt_record &record, const uint8_t *data, uint64_t floor_ns)
+{
+    SystemEvent event{{data, data + record.data_len}, record};
+    event.header.timestamp_ns = std::max<uint64_t>(record.timestamp_ns, floor_ns);
     auto at = events_.end();
-    while (at != events_.begin() && std::prev(at)->header.timestamp_ns > timestamp_ns)
+    while (at != events_.begin() && std::prev(at)->header.timestamp_ns > event.header.timestamp_ns)
         --at;
-    events_.insert(at, {{bytes, bytes + size}, record(id, timestamp_ns, size)});
+    events_.insert(at, std::move(event));
 }
 
 void SystemEventQueue::queue_loss(const LossWindow &window, uint64_t floor_ns)

@@ -33,6 +33,9 @@ public:
     // The overflow event where the losses may have begun, the resume event
     // once they are known to have ended: every event lost lay between them.
     void queue_loss(const LossWindow &window, uint64_t floor_ns);
+    // A recorded event the stream held apart (LaneRuns::give_back), stamped
+    // no earlier than `floor_ns`: delivered by the merge in its place.
+    void queue_record(const pt_record &record, const uint8_t *data, uint64_t floor_ns);
 
     // What the merge takes from (sorted by timestamp).
     std::deque<SystemEvent> &events() { return events_; }
