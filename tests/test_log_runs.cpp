@@ -362,16 +362,27 @@ TEST_CASE("log runs: watermarks that never move make a reader hold no more than 
     CHECK(read.events == 0); // none was ever complete
 }
 
-TEST_CASE("log runs: posix_trace_clear takes the runs held with the stream's other events",
-          "[log][runs][self-tracing]")
+namespace {
+
+// A FLUSH stream of 64 MiB with a LOOP log of 64 MiB: it takes runs, and
+// holds them until 4 MiB of them make it flush.
+StreamGuard make_flush_stream_with_large_log(int fd)
 {
     Attr a;
     REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
     REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
     REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 64u << 20) == 0);
     REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0);
+    return make_logged_stream(fd, &a.attr);
+}
+
+} // namespace
+
+TEST_CASE("log runs: posix_trace_clear takes the runs held with the stream's other events",
+          "[log][runs][self-tracing]")
+{
     TempFile file;
-    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    StreamGuard stream = make_flush_stream_with_large_log(file.fd());
     trace_event_id_t id = user_event("runs.cleared");
     REQUIRE(posix_trace_start(stream.get()) == 0);
     for (int i = 0; i < kEach; ++i)
@@ -431,13 +442,8 @@ TEST_CASE("log runs: the runs held are read by the first getnext, in order, and 
     bool stopped = GENERATE(true, false);
     INFO((stopped ? "read once stopped" : "read while it runs"));
     constexpr int kEvents = 30'000; // under the 4 MiB of runs that make it flush
-    Attr a;
-    REQUIRE(posix_trace_attr_setstreamfullpolicy(&a.attr, POSIX_TRACE_FLUSH) == 0);
-    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
-    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 64u << 20) == 0);
-    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0);
     TempFile file;
-    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    StreamGuard stream = make_flush_stream_with_large_log(file.fd());
     filter_thread_events(stream.get());
     trace_event_id_t id = user_event("runs.read_back");
     REQUIRE(posix_trace_start(stream.get()) == 0);
