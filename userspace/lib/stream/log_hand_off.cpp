@@ -81,30 +81,30 @@ bool LogHandOff::flush(uint64_t start_ns)
 // joins the store in time order (nothing older can come now); a later one
 // is queued for the merge to deliver in its place among the records still
 // to come, and counted recorded when it is stored, as they are. The room
-// the runs held is the room their events take in the store.
+// the runs held is the room their events take in the store. Runs hold
+// lane after lane: each side is sorted first.
 void LogHandOff::read_with_getnext()
 {
     if (std::exchange(read_with_getnext_, true) || !runs_ || !runs_->bytes_held())
         return;
     int64_t offset = parts_.realtime_offset_ns;
     uint64_t settled_below_ns = uint64_t(int64_t(parts_.drain.safe_ns()) + offset);
-    std::vector<StreamStore::HeldEvent> settled;
-    uint64_t queued = 0;
+    std::vector<StreamStore::HeldEvent> settled, later;
     runs_->give_back([&](const pt_record &record, const uint8_t *data) {
-        if (record.timestamp_ns < settled_below_ns) {
-            settled.push_back({{data, data + record.data_len}, record});
-            return;
-        }
-        pt_record monotonic = record;
-        monotonic.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) - offset);
-        parts_.drain.queue_recorded(monotonic, data);
-        ++queued;
+        auto &side = record.timestamp_ns < settled_below_ns ? settled : later;
+        side.push_back({{data, data + record.data_len}, record});
     });
     parts_.store.forget_beside();
-    parts_.ledger.take_back_recorded(queued);
-    std::stable_sort(settled.begin(), settled.end(), [](const auto &a, const auto &b) {
+    auto by_stamp = [](const auto &a, const auto &b) {
         return a.header.timestamp_ns < b.header.timestamp_ns;
-    });
+    };
+    std::stable_sort(later.begin(), later.end(), by_stamp);
+    for (StreamStore::HeldEvent &event : later) {
+        event.header.timestamp_ns = uint64_t(int64_t(event.header.timestamp_ns) - offset);
+        parts_.drain.queue_recorded(event.header, event.data.data());
+    }
+    parts_.ledger.take_back_recorded(later.size());
+    std::stable_sort(settled.begin(), settled.end(), by_stamp);
     if (uint64_t refused = parts_.store.merge_in(settled)) {
         parts_.ledger.take_back_recorded(refused);
         parts_.ledger.count_stream_loss(StreamLoss::Refused, refused);
