@@ -86,6 +86,20 @@ void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t 
     ++events_;
 }
 
+pt_record BlockEncoder::event_header(const uint8_t *record)
+{
+    pt_record header{};
+    header.flags = load<uint16_t>(record + 6) & kEventTruncated ? PT_RECORD_TRUNCATED : 0;
+    header.event_id = load<uint32_t>(record + 8);
+    header.data_len = load<uint32_t>(record + 12);
+    header.timestamp_ns = load<uint64_t>(record + 16);
+    header.pid = load<uint32_t>(record + 24);
+    header.tid = load<uint32_t>(record + 28);
+    header.thread_id = load<uint64_t>(record + 32);
+    header.prog_address = load<uint64_t>(record + 40);
+    return header;
+}
+
 void BlockEncoder::add_watermark(uint64_t complete_below_ns)
 {
     uint8_t *record = grow(kWatermarkRecordSize);

@@ -51,6 +51,9 @@ public:
     // `stamp_offset_ns` is added to the record's stamp (a lane's monotonic
     // stamp made realtime), so a record is encoded where it lies.
     void add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns = 0);
+    // The header add_event() laid out at `record` (the encoder's own
+    // output: the sizes are not checked here), its stamp as encoded.
+    static pt_record event_header(const uint8_t *record);
     // Logs whose blocks may overlap in time: every event stamped before
     // `complete_below_ns` is in this block or an earlier one. Its room is
     // kept apart from `capacity`.

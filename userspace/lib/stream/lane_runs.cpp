@@ -209,16 +209,7 @@ uint64_t LaneRuns::give_back(const EventVisitor &event)
             if (log::load<uint16_t>(bytes + 4) != log::kRecordEvent ||
                 size < log::kEventRecordHeader)
                 continue;
-            pt_record record{};
-            record.flags =
-                log::load<uint16_t>(bytes + 6) & log::kEventTruncated ? PT_RECORD_TRUNCATED : 0;
-            record.event_id = log::load<uint32_t>(bytes + 8);
-            record.data_len = log::load<uint32_t>(bytes + 12);
-            record.timestamp_ns = log::load<uint64_t>(bytes + 16);
-            record.pid = log::load<uint32_t>(bytes + 24);
-            record.tid = log::load<uint32_t>(bytes + 28);
-            record.thread_id = log::load<uint64_t>(bytes + 32);
-            record.prog_address = log::load<uint64_t>(bytes + 40);
+            pt_record record = log::BlockEncoder::event_header(bytes);
             if (log::kEventRecordHeader + record.data_len <= size)
                 event(record, bytes + log::kEventRecordHeader);
         }
