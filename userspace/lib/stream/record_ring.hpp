@@ -69,8 +69,11 @@ public:
         uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
         // A writer never lets a record cross a chunk's end: one that claims
         // to would move the reader into memory of another chunk, or none.
-        if (uint64_t to_end = bytes_ - (position & (bytes_ - 1)); chunk_table_ && size > to_end)
-            return {Slot::Damaged, nullptr, to_end};
+        if (chunk_table_) {
+            uint64_t to_end = bytes_ - (position & (bytes_ - 1));
+            if (size > to_end)
+                return {Slot::Damaged, nullptr, to_end};
+        }
         if (length & BPF_RINGBUF_BUSY_BIT)
             return {Slot::Busy, nullptr, size};
         if (length & BPF_RINGBUF_DISCARD_BIT)
