@@ -2,6 +2,9 @@
 // up (log full policy UNTIL_FULL) and when the process execs.
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +75,20 @@ std::vector<Event> read_closed_log(const TempFile &file)
     LogRead read = read_log(log.get());
     REQUIRE(read.error == 0);
     return read.events;
+}
+
+// The bytes of `file` in the page cache.
+size_t cached_bytes(const TempFile &file)
+{
+    size_t size = size_t(file.size());
+    void *map = mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
+    REQUIRE(map != MAP_FAILED);
+    std::vector<unsigned char> pages((size + 4095) / 4096);
+    int err = mincore(map, size, pages.data());
+    munmap(map, size);
+    REQUIRE(err == 0);
+    return size_t(std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return p & 1; })) *
+           4096;
 }
 
 } // namespace
@@ -375,6 +392,43 @@ TEST_CASE("a LOOP log takes no more than log-max-size for its events, however sm
         CHECK(kept[i].info.posix_truncation_status ==
               (whole ? POSIX_TRACE_NOT_TRUNCATED : POSIX_TRACE_TRUNCATED_RECORD));
     }
+}
+
+TEST_CASE("opening a LOOP log reads its slots' headers, not the pages of its empty slots",
+          "[log][self-tracing]")
+{
+    TempFile file;
+    struct statfs where;
+    REQUIRE(fstatfs(file.fd(), &where) == 0);
+    if (where.f_type == TMPFS_MAGIC) {
+        WARN("the log's file system holds it in memory: nothing to measure");
+        return;
+    }
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0); // 256 slots of 256 KiB
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 8u << 20) == 0); // room for each 5,000
+    StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
+    trace_event_id_t id = user_event("loop.sparse");
+    REQUIRE(posix_trace_start(stream.get()) == 0);
+    // About a sixth of the slots written, left in the page cache as a log
+    // just recorded is: reading their headers in turn looks sequential to
+    // the kernel, whose readahead then grows and runs on into the empty ones.
+    for (int i = 0; i < 20; ++i) {
+        emit_numbered(id, 5000);
+        flush_and_wait(stream.get());
+    }
+    REQUIRE(stream.shutdown() == 0);
+    size_t cached_before = cached_bytes(file);
+
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    // At most a page for each slot's header, and 256 KiB for the log's
+    // header and trailer and their readahead.
+    CHECK(cached_bytes(file) - cached_before <= (256 + 64) * 4096);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    CHECK(user_events_of(read.events, id).size() == 20 * 5000);
 }
 
 TEST_CASE("get_status shows a flush under way as FLUSHING, and its end", "[log][self-tracing]")

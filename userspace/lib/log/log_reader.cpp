@@ -19,6 +19,22 @@ bool valid_name_length(uint32_t length)
     return length >= 1 && length <= kMaxNameLength;
 }
 
+// While a LOOP log's slots are indexed, a read of one slot's header is not
+// followed by the kernel's readahead, which would bring in up to the
+// device's readahead size (often megabytes) of every slot, most of them
+// still empty and read as zeros in a log not yet round. The descriptor is
+// a duplicate of the caller's: its advice goes back to normal afterwards.
+class SlotHeadersOnly {
+public:
+    explicit SlotHeadersOnly(int fd) : fd_(fd) { posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM); }
+    ~SlotHeadersOnly() { posix_fadvise(fd_, 0, 0, POSIX_FADV_NORMAL); }
+    SlotHeadersOnly(const SlotHeadersOnly &) = delete;
+    SlotHeadersOnly &operator=(const SlotHeadersOnly &) = delete;
+
+private:
+    int fd_;
+};
+
 } // namespace
 
 int LogReader::open(int fd, std::unique_ptr<LogReader> &out)
@@ -214,6 +230,7 @@ void LogReader::index_loop_slots()
 {
     any_block_ = false;
     newest_sequence_ = 0;
+    SlotHeadersOnly headers_only(fd_.get());
     uint64_t slots_in_file = // none in a log cut before its first block
         file_size_ > data_offset_ ? (file_size_ - data_offset_ + slot_size_ - 1) / slot_size_ : 0;
     for (uint64_t slot = 0; slot < std::min(slot_count_, slots_in_file); ++slot) {
