@@ -1,8 +1,8 @@
 // What POSIX says of a log when its stream is cleared, when the log fills
 // up (log full policy UNTIL_FULL) and when the process execs.
 #include <catch2/catch.hpp>
-#include <posix_trace/events.h>
 #include <linux/magic.h>
+#include <posix_trace/events.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -87,8 +87,9 @@ size_t cached_bytes(const TempFile &file)
     int err = mincore(map, size, pages.data());
     munmap(map, size);
     REQUIRE(err == 0);
-    return size_t(std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return p & 1; })) *
-           4096;
+    auto resident =
+        std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return p & 1; });
+    return size_t(resident) * 4096;
 }
 
 } // namespace
@@ -406,7 +407,7 @@ TEST_CASE("opening a LOOP log reads its slots' headers, not the pages of its emp
     }
     Attr a;
     REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_LOOP) == 0);
-    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0); // 256 slots of 256 KiB
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 64u << 20) == 0);   // 256 slots of 256 KiB
     REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 8u << 20) == 0); // room for each 5,000
     StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
     trace_event_id_t id = user_event("loop.sparse");
