@@ -469,36 +469,57 @@ void LogReader::copy_out(const uint8_t *record, const EventDestination &to) cons
 // a tie) is at the front of the heap.
 bool LogReader::HeldBlock::after(const HeldBlock &other) const
 {
-    return next_ns() != other.next_ns() ? next_ns() > other.next_ns() : order > other.order;
+    return next_ns != other.next_ns ? next_ns > other.next_ns : order > other.order;
 }
 
-uint64_t LogReader::HeldBlock::next_ns() const
+void LogReader::HeldBlock::stamp_next()
 {
-    return load<uint64_t>(bytes.data() + events[next] + 16);
+    next_ns = load<uint64_t>(bytes.data() + events[next] + 16);
 }
 
 void LogReader::hold(std::vector<size_t> &&events)
 {
     held_bytes_ += block_.size();
-    held_.push_back({std::move(block_), std::move(events), 0, loaded_++});
+    held_.push_back({std::move(block_), std::move(events), 0, loaded_++, 0});
+    held_.back().stamp_next();
     block_ = {};
     std::push_heap(held_.begin(), held_.end(),
                    [](const HeldBlock &a, const HeldBlock &b) { return a.after(b); });
 }
 
-// Hands out the oldest held event and moves its block on.
+// Hands out the oldest held event and moves its block on. The block stays
+// at the front while its next event is still the oldest, as it is for a
+// whole run when runs do not overlap, so most events cost two comparisons.
 void LogReader::hand_out_oldest(const EventDestination &to)
 {
-    auto after = [](const HeldBlock &a, const HeldBlock &b) { return a.after(b); };
-    std::pop_heap(held_.begin(), held_.end(), after);
-    HeldBlock &block = held_.back();
+    HeldBlock &block = held_.front();
     copy_out(block.bytes.data() + block.events[block.next++], to);
     if (block.next < block.events.size()) {
-        std::push_heap(held_.begin(), held_.end(), after);
+        block.stamp_next();
+        sift_down_oldest();
         return;
     }
     held_bytes_ -= block.bytes.size();
+    std::pop_heap(held_.begin(), held_.end(),
+                  [](const HeldBlock &a, const HeldBlock &b) { return a.after(b); });
     held_.pop_back();
+}
+
+// The front block's next event changed: it moves down the heap past the
+// blocks whose next event is older.
+void LogReader::sift_down_oldest()
+{
+    for (size_t at = 0;;) {
+        size_t older = 2 * at + 1;
+        if (older >= held_.size())
+            return;
+        if (older + 1 < held_.size() && held_[older].after(held_[older + 1]))
+            ++older;
+        if (!held_[at].after(held_[older]))
+            return;
+        std::swap(held_[at], held_[older]);
+        at = older;
+    }
 }
 
 // The oldest held event may go once nothing still to be read can come
@@ -508,7 +529,7 @@ void LogReader::hand_out_oldest(const EventDestination &to)
 // was read is the log's beginning exactly.
 bool LogReader::oldest_may_go() const
 {
-    return !held_.empty() && (ended_ || held_.front().next_ns() < complete_below_ns_);
+    return !held_.empty() && (ended_ || held_.front().next_ns < complete_below_ns_);
 }
 
 int LogReader::next_event(const EventDestination &to, int *unavailable)

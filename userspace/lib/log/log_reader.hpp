@@ -72,13 +72,15 @@ private:
         std::vector<uint8_t> bytes;
         std::vector<size_t> events;
         size_t next;
-        uint64_t order; // blocks loaded before it
-        uint64_t next_ns() const;
+        uint64_t order;   // blocks loaded before it
+        uint64_t next_ns; // the stamp of events[next]
         bool after(const HeldBlock &other) const;
+        void stamp_next();
     };
     void hold(std::vector<size_t> &&events);
     bool oldest_may_go() const;
     void hand_out_oldest(const EventDestination &to);
+    void sift_down_oldest();
 
     mutable std::mutex mutex_;
     UniqueFd fd_;
