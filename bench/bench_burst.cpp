@@ -4,6 +4,8 @@
 //                        (room for every one of them); read after the stop
 //   log THREADS N FILE   the same into a 64 MiB FLUSH stream with a log at
 //                        FILE; the log is read back after the shutdown
+//                        (log_read_per_s: its events a second, from
+//                        posix_trace_open to the last getnext)
 //   log-warm THREADS N FILE
 //                        two bursts into the same stream with a log; the CPU
 //                        the drain and the log writer spent on the second,
@@ -211,6 +213,11 @@ int burst_in_loop(trace_event_id_t id, int threads, long total)
     return 0;
 }
 
+double seconds_since(Clock::time_point begin)
+{
+    return std::chrono::duration<double>(Clock::now() - begin).count();
+}
+
 // A started 64 MiB FLUSH stream of this process with a log at `path`;
 // false if it could not be created.
 bool start_log_stream(const char *path, int &fd, trace_id_t &trid)
@@ -243,6 +250,7 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     posix_trace_shutdown(trid); // the last flush is written
     double tracer_ns = tracer.ns_per_event(total);
     close(fd);
+    auto read_begin = Clock::now();
     fd = open(path, O_RDONLY | O_CLOEXEC);
     trace_id_t log;
     if (fd < 0 || posix_trace_open(fd, &log) != 0) {
@@ -252,14 +260,17 @@ int burst_to_log(trace_event_id_t id, int threads, long total, const char *path)
     trace_event_id_t logged_id = id;
     posix_trace_trid_eventid_open(log, "bench:payload64", &logged_id);
     Kept kept = read_all(log, logged_id, true);
+    double read_seconds = seconds_since(read_begin);
     posix_trace_close(log);
     close(fd);
     unlink(path);
     std::printf("lost in a lane=%lu refused=%lu\n", (unsigned long)losses.ring_full,
                 (unsigned long)losses.refused);
-    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu\n", tracer_ns, ns,
-                (unsigned long)kept.events,
-                (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream));
+    std::printf("tracer_cpu_per_event_ns=%.1f ns_per_event=%.1f kept=%lu lost=%lu "
+                "log_read_per_s=%.0f\n",
+                tracer_ns, ns, (unsigned long)kept.events,
+                (unsigned long)(counters.lost_in_kernel + counters.lost_in_stream),
+                double(kept.events) / read_seconds);
     return 0;
 }
 
@@ -327,11 +338,6 @@ int warm_burst_to_log(trace_event_id_t id, int threads, long total, const char *
                 double(drain) / double(total), double(writer) / double(total), ns,
                 (unsigned long)losses.ring_full);
     return 0;
-}
-
-double seconds_since(Clock::time_point begin)
-{
-    return std::chrono::duration<double>(Clock::now() - begin).count();
 }
 
 // Reads `total` events of `id` as they come, blocking in getnext; the events

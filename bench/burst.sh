@@ -104,7 +104,10 @@ done
 echo
 echo "Reading: one thread emits the burst into a 512 MiB UNTIL_FULL stream while the"
 echo "main thread reads it with posix_trace_getnext_event; then the same burst is read"
-echo "from the stopped stream (million events a second: median, least – most of $runs runs)"
+echo "from the stopped stream; and the log of a FLUSH stream given the burst by one"
+echo "thread (runs of the lanes' chunks, put in order as it is read), read back from"
+echo "posix_trace_open to its last event (million events a second: median, least –"
+echo "most of $runs runs)"
 echo
 printf "| %-40s | %8s | %-17s | %-17s |\n" "case" "median" "range" "kept"
 printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..42})" "----------" "-------------------" "-------------------"
@@ -115,6 +118,12 @@ for _ in $(seq "$runs"); do
     stopped+=("$(echo "$line" | field stopped_read_per_s)")
     kept+=("$(echo "$line" | field kept)")
     stopped_kept+=("$(echo "$line" | field stopped_kept)")
+done
+log_reads=() log_kept=()
+for _ in $(seq "$runs"); do
+    line=$("$bin" log 1 "$events" "$log/read.log" 2>&1 | tail -n 1)
+    log_reads+=("$(echo "$line" | field log_read_per_s)")
+    log_kept+=("$(echo "$line" | field kept)")
 done
 least() { printf '%s\n' "$@" | sort -n | head -1; }
 read_row() { # label, least kept, values...
@@ -129,6 +138,7 @@ read_row() { # label, least kept, values...
 }
 read_row "getnext while the burst is emitted" "$(least "${kept[@]}")" "${reads[@]}"
 read_row "getnext from the stopped stream" "$(least "${stopped_kept[@]}")" "${stopped[@]}"
+read_row "getnext from the log, after the shutdown" "$(least "${log_kept[@]}")" "${log_reads[@]}"
 
 echo
 echo "A stream's life, 20 cycles of create / start / one event / stop / read /"
