@@ -351,6 +351,55 @@ TEST_CASE("exit shuts the streams down: the log is flushed and closed", "[log][s
     CHECK(events.back().info.posix_event_id == POSIX_TRACE_STOP);
 }
 
+// A log written where an older, longer one lies (the file opened without
+// O_TRUNC) is read as itself alone: the older log's slots and end are gone.
+TEST_CASE("a log written over an older one in the same file reads as itself alone",
+          "[log][self-tracing]")
+{
+    int policy = GENERATE(POSIX_TRACE_LOOP, POSIX_TRACE_APPEND, POSIX_TRACE_UNTIL_FULL);
+    INFO("log full policy " << policy);
+    TempFile file;
+    Attr a;
+    REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, policy) == 0);
+    REQUIRE(posix_trace_attr_setlogsize(&a.attr, 4u << 20) == 0); // LOOP: 16 slots
+    REQUIRE(posix_trace_attr_setstreamsize(&a.attr, 8u << 20) == 0);
+    {
+        StreamGuard older = make_logged_stream(file.fd(), &a.attr);
+        REQUIRE(posix_trace_start(older.get()) == 0);
+        emit_numbered(user_event("log.older"), 20'000); // about 3 MB: 12 slots
+        REQUIRE(older.shutdown() == 0);
+    }
+    int fd = open(file.path().c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    {
+        StreamGuard newer = make_logged_stream(fd, &a.attr);
+        trace_event_id_t id = user_event("log.newer");
+        REQUIRE(posix_trace_start(newer.get()) == 0);
+        for (int i = 0; i < 100; ++i) {
+            unsigned char payload[40] = {};
+            std::memcpy(payload, &i, sizeof i);
+            posix_trace_event(id, payload, sizeof payload);
+        }
+        REQUIRE(newer.shutdown() == 0);
+    }
+    close(fd);
+    LogGuard log(file.path());
+    REQUIRE(log.open_error() == 0);
+    LogRead read = read_log(log.get());
+    CHECK(read.error == 0);
+    std::vector<int> numbers;
+    for (const Event &event : read.events) {
+        if (event.info.posix_event_id < POSIX_TRACE_USER_EVENT_FIRST)
+            continue;
+        CHECK(event.data.size() == 40);
+        numbers.push_back(number_of(event));
+    }
+    std::vector<int> expected(100);
+    for (int i = 0; i < 100; ++i)
+        expected[size_t(i)] = i;
+    CHECK(numbers == expected);
+}
+
 TEST_CASE("a LOOP log takes no more than log-max-size for its events, however small",
           "[log][self-tracing]")
 {

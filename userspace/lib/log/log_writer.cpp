@@ -76,6 +76,8 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
                           attributes.log_full_policy != POSIX_TRACE_UNTIL_FULL &&
                           writer->run_capacity() >= run_bytes_wanted;
     std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
+    if (int err = writer->end_file_at_base())
+        return err;
     if (int err = writer->reserve_space())
         return err;
     if (int err = writer->write_at(0, header.data(), header.size()))
@@ -126,6 +128,17 @@ int LogWriter::prepare(int fd, const Attributes &attributes)
         plan_loop_slots(attributes.log_size, attributes.max_data_size, layout_.slot_size,
                         layout_.slot_count);
     return 0;
+}
+
+// What the file held from where the log begins goes: an older log left
+// there would be read as part of this one (its LOOP slots as this log's
+// slots never written, which must read as zeros; its end, where a reader
+// looks for the log's footer).
+int LogWriter::end_file_at_base()
+{
+    if (!layout_.seekable)
+        return 0;
+    return ftruncate(fd_.get(), layout_.base) == 0 ? 0 : errno;
 }
 
 // The space a policy bounds is taken now, so a full device is an ENOSPC

@@ -146,6 +146,7 @@ private:
     // (layout_.data_offset), which reserve_space() needs.
     std::vector<uint8_t> header_bytes(const Attributes &attributes, pid_t target,
                                       const std::vector<NamedType> &types);
+    int end_file_at_base();
     int reserve_space();
     void release_reserved_space(uint64_t log_end);
     size_t payload_capacity() const;
