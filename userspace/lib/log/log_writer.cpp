@@ -154,6 +154,7 @@ int LogWriter::reserve_space()
     if (layout_.slot_size) {
         length = off_t(layout_.data_offset + layout_.slot_count * layout_.slot_size);
         err = posix_fallocate(fd_.get(), layout_.base, length);
+        layout_.slots_zero = err == 0;
     } else {
         length = off_t(layout_.data_offset + attributes_.log_size);
         err = fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, layout_.base, length) == 0 ? 0 : errno;

@@ -132,6 +132,10 @@ private:
         uint64_t data_offset = 0;
         uint32_t slot_size = 0; // LOOP
         uint64_t slot_count = 0;
+        // LOOP: every slot reads as zeros until written once more (the
+        // file was cut at the log's start and the slots allocated after it,
+        // or cleared): a block in a slot's first round needs no padding.
+        bool slots_zero = false;
     };
     struct PendingBlock {
         BlockBytes bytes;         // the block's memory, or none: a run's

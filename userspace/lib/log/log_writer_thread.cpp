@@ -108,7 +108,8 @@ void LogWriter::write_block(PendingBlock &block)
     }
     int err = write_at(offset, bytes.data(), bytes.size());
     uint64_t end = offset + bytes.size();
-    if (!err && layout_.slot_size) { // clears what the slot held before
+    bool slot_zero = layout_.slots_zero && block.sequence < layout_.slot_count;
+    if (!err && layout_.slot_size && !slot_zero) { // clears what the slot held before
         end = offset + layout_.slot_size;
         err = write_zeros(offset + bytes.size(), end - offset - bytes.size());
     }
