@@ -1,14 +1,18 @@
 // User events of another process, traced by pid: names it registered before
-// and after the tracer attached, read from its published name table.
+// and after the tracer attached, read from its published name table; and
+// what a small stream keeps of a flood of its probes.
+#include "recording_support.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <posix_trace/events.h>
+#include <posix_trace/usdt.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -93,4 +97,81 @@ TEST_CASE("by pid: user events of a process linked with libposixtrace, with thei
     CHECK(id == POSIX_TRACE_UNNAMED_USEREVENT);
     emitter.say("bye\n");
     REQUIRE(posix_trace_shutdown(trid) == 0);
+}
+
+namespace {
+
+constexpr uint64_t kTicks = 40 * 200;
+
+// A 64 KiB stream of a tick_bursts child with the given full policy, its
+// probe attached, given kTicks ticks from CPU 0 in 40 bursts of 200, 1 ms
+// apart (each burst a fifth of a kernel ring, which the drain empties every
+// millisecond and as it passes a quarter full), then stopped. The numbers
+// of the ticks read, in the order read.
+std::vector<uint64_t> ticks_kept_by_small_stream(int full_policy, trace_id_t &trid)
+{
+    test_support::ChildConversation child({helper_path("tick_bursts")});
+    REQUIRE(child.read_line() == "ready\n");
+    test_support::Attr attr;
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 64 * 1024) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), full_policy) == 0);
+    REQUIRE(posix_trace_create(child.pid(), attr.get(), &trid) == 0);
+    test_support::filter_thread_events(trid);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "ticks:tick", &attached) == 0);
+    REQUIRE(attached == 1);
+    REQUIRE(posix_trace_start(trid) == 0);
+    child.say("0 40 200 1000\n");
+    REQUIRE(child.read_line() == "done\n");
+    posix_trace_stop(trid); // an UNTIL_FULL stream stopped itself already
+    std::vector<uint64_t> ticks;
+    for (const test_support::Event &event : recording_support::read_everything(trid))
+        if (event.info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST)
+            ticks.push_back(recording_support::payload_as<uint64_t>(event.data));
+    return ticks;
+}
+
+std::vector<uint64_t> numbers_from(uint64_t first, size_t count)
+{
+    std::vector<uint64_t> numbers(count);
+    for (size_t i = 0; i < count; ++i)
+        numbers[i] = first + i;
+    return numbers;
+}
+
+} // namespace
+
+// The kernel's rings drop the newest record when full, but they only carry
+// records to the drain: the stream's size and policy decide what is kept,
+// as for the calling process's own events.
+TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends with the newest",
+          "[bypid]")
+{
+    trace_id_t trid = 0;
+    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_LOOP, trid);
+    test_support::StreamGuard stream(trid);
+    REQUIRE(!ticks.empty());
+    CHECK(ticks.size() < kTicks / 4); // 64 KiB holds a few hundred
+    CHECK(ticks == numbers_from(kTicks - ticks.size(), ticks.size()));
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(trid, &losses) == 0);
+    CHECK(losses.ring_full == 0);
+    // The start event may be among the oldest overwritten.
+    CHECK(losses.overwritten >= kTicks - ticks.size());
+    CHECK(losses.overwritten <= kTicks - ticks.size() + 1);
+}
+
+TEST_CASE("by pid: a 64 KiB UNTIL_FULL stream given a flood of a process's probes keeps the oldest",
+          "[bypid]")
+{
+    trace_id_t trid = 0;
+    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_UNTIL_FULL, trid);
+    test_support::StreamGuard stream(trid);
+    REQUIRE(!ticks.empty());
+    CHECK(ticks.size() < kTicks / 4);
+    CHECK(ticks == numbers_from(0, ticks.size()));
+    posix_trace_loss_counters losses{};
+    REQUIRE(posix_trace_get_loss_counters(trid, &losses) == 0);
+    CHECK(losses.ring_full == 0);
+    CHECK(losses.overwritten == 0);
 }
