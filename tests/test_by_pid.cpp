@@ -107,15 +107,17 @@ constexpr uint64_t kTicks = 40 * 200;
 // probe attached, given kTicks ticks from CPU 0 in 40 bursts of 200, 1 ms
 // apart (each burst a fifth of a kernel ring, which the drain empties every
 // millisecond and as it passes a quarter full), then stopped. The numbers
-// of the ticks read, in the order read.
-std::vector<uint64_t> ticks_kept_by_small_stream(int full_policy, trace_id_t &trid)
+// of the ticks read, in the order read; `stream` holds the stream.
+std::vector<uint64_t> ticks_kept_by_small_stream(int full_policy, test_support::StreamGuard &stream)
 {
     test_support::ChildConversation child({helper_path("tick_bursts")});
     REQUIRE(child.read_line() == "ready\n");
     test_support::Attr attr;
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 64 * 1024) == 0);
     REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), full_policy) == 0);
+    trace_id_t trid = 0;
     REQUIRE(posix_trace_create(child.pid(), attr.get(), &trid) == 0);
+    stream = test_support::StreamGuard(trid);
     test_support::filter_thread_events(trid);
     size_t attached = 0;
     REQUIRE(posix_trace_usdt_attach(trid, "ticks:tick", &attached) == 0);
@@ -147,14 +149,13 @@ std::vector<uint64_t> numbers_from(uint64_t first, size_t count)
 TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends with the newest",
           "[bypid]")
 {
-    trace_id_t trid = 0;
-    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_LOOP, trid);
-    test_support::StreamGuard stream(trid);
+    test_support::StreamGuard stream;
+    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_LOOP, stream);
     REQUIRE(!ticks.empty());
     CHECK(ticks.size() < kTicks / 4); // 64 KiB holds a few hundred
     CHECK(ticks == numbers_from(kTicks - ticks.size(), ticks.size()));
     posix_trace_loss_counters losses{};
-    REQUIRE(posix_trace_get_loss_counters(trid, &losses) == 0);
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
     CHECK(losses.ring_full == 0);
     // The start event may be among the oldest overwritten.
     CHECK(losses.overwritten >= kTicks - ticks.size());
@@ -164,14 +165,13 @@ TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends
 TEST_CASE("by pid: a 64 KiB UNTIL_FULL stream given a flood of a process's probes keeps the oldest",
           "[bypid]")
 {
-    trace_id_t trid = 0;
-    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_UNTIL_FULL, trid);
-    test_support::StreamGuard stream(trid);
+    test_support::StreamGuard stream;
+    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_UNTIL_FULL, stream);
     REQUIRE(!ticks.empty());
     CHECK(ticks.size() < kTicks / 4);
     CHECK(ticks == numbers_from(0, ticks.size()));
     posix_trace_loss_counters losses{};
-    REQUIRE(posix_trace_get_loss_counters(trid, &losses) == 0);
+    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
     CHECK(losses.ring_full == 0);
     CHECK(losses.overwritten == 0);
 }
