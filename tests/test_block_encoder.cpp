@@ -119,3 +119,43 @@ TEST_CASE("block encoder: what was added after a mark is taken back, its names t
     CHECK(bytes.size() == mark.size);
     CHECK(load<uint32_t>(bytes.data() + 20) == 2); // the name and the event before the mark
 }
+
+// What the encoder laid out, walked back (a stream gives its runs back to a
+// reader this way): every event in the order added, each field and its
+// data as added, its stamp as encoded; names and watermarks are passed.
+TEST_CASE("block encoder: each event added is visited back, as it was encoded", "[block-encoder]")
+{
+    std::vector<uint8_t> memory(BlockEncoder::memory_for(8192));
+    BlockEncoder block(memory.data(), 8192);
+    std::vector<uint8_t> data = numbered_bytes(37);
+    block.add_name(POSIX_TRACE_USER_EVENT_FIRST, "visited");
+    block.add_event(event_with(37, 5000), data.data(), 100);
+    block.add_watermark(4000);
+    pt_record truncated = event_with(0, 7000);
+    truncated.flags = PT_RECORD_TRUNCATED;
+    block.add_event(truncated, nullptr);
+    pt_record other = event_with(3, 6000);
+    other.event_id = POSIX_TRACE_USER_EVENT_FIRST + 1;
+    block.add_event(other, data.data());
+
+    std::vector<pt_record> visited;
+    std::vector<std::vector<uint8_t>> visited_data;
+    block.for_each_event([&](const pt_record &record, const uint8_t *bytes) {
+        visited.push_back(record);
+        visited_data.emplace_back(bytes, bytes + record.data_len);
+    });
+    REQUIRE(visited.size() == 3);
+    CHECK(visited[0].timestamp_ns == 5100);
+    CHECK(visited[0].event_id == POSIX_TRACE_USER_EVENT_FIRST);
+    CHECK(visited[0].pid == 41);
+    CHECK(visited[0].tid == 42);
+    CHECK(visited[0].thread_id == 0x1122334455667788);
+    CHECK(visited[0].prog_address == 0x400000);
+    CHECK(visited[0].flags == 0);
+    CHECK(visited_data[0] == data);
+    CHECK(visited[1].timestamp_ns == 7000);
+    CHECK(visited[1].data_len == 0);
+    CHECK(visited[1].flags == PT_RECORD_TRUNCATED);
+    CHECK(visited[2].event_id == POSIX_TRACE_USER_EVENT_FIRST + 1);
+    CHECK(visited_data[2] == std::vector<uint8_t>(data.begin(), data.begin() + 3));
+}

@@ -86,6 +86,26 @@ void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t 
     ++events_;
 }
 
+// The block's own records, in memory only the encoder writes; a size that
+// would leave them still ends the walk.
+void BlockEncoder::for_each_event(const EventVisitor &event) const
+{
+    std::span<const uint8_t> records{memory_ + kBlockHeaderSize, payload_bytes()};
+    for (size_t at = 0; at + 16 <= records.size();) {
+        const uint8_t *record = records.data() + at;
+        uint32_t size = load<uint32_t>(record);
+        if (size < 16 || size > records.size() - at)
+            return;
+        at += size;
+        if (load<uint16_t>(record + 4) != kRecordEvent || size < kEventRecordHeader)
+            continue;
+        pt_record header = event_header(record);
+        if (kEventRecordHeader + header.data_len <= size)
+            event(header, record + kEventRecordHeader);
+    }
+}
+
+// The inverse of add_event(), for a record it laid out.
 pt_record BlockEncoder::event_header(const uint8_t *record)
 {
     pt_record header{};

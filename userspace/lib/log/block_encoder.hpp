@@ -4,6 +4,7 @@
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -36,11 +37,6 @@ public:
     // The smallest and the largest stamp of its events.
     uint64_t first_ns() const { return first_ns_; }
     uint64_t last_ns() const { return last_ns_; }
-    // The records added so far, as they will be written.
-    std::span<const uint8_t> records() const
-    {
-        return {memory_ + kBlockHeaderSize, payload_bytes()};
-    }
 
     bool named(uint32_t id) const { return id < named_.size() && named_[id]; }
     static size_t name_record_bytes(const std::string &name);
@@ -51,9 +47,10 @@ public:
     // `stamp_offset_ns` is added to the record's stamp (a lane's monotonic
     // stamp made realtime), so a record is encoded where it lies.
     void add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns = 0);
-    // The header add_event() laid out at `record` (the encoder's own
-    // output: the sizes are not checked here), its stamp as encoded.
-    static pt_record event_header(const uint8_t *record);
+    // Hands each event added so far, in the order added, to `event`: the
+    // header add_event() laid out (its stamp as encoded) and its data.
+    using EventVisitor = std::function<void(const pt_record &, const uint8_t *data)>;
+    void for_each_event(const EventVisitor &event) const;
     // Logs whose blocks may overlap in time: every event stamped before
     // `complete_below_ns` is in this block or an earlier one. Its room is
     // kept apart from `capacity`.
@@ -74,6 +71,7 @@ public:
 
 private:
     uint8_t *grow(size_t bytes);
+    static pt_record event_header(const uint8_t *record);
 
     uint8_t *memory_ = nullptr;
     size_t size_ = 0;

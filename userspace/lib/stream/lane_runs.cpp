@@ -193,27 +193,11 @@ void LaneRuns::hand_over_before(uint64_t next_ns, uint64_t later_ns)
     events_held_ = 0;
 }
 
-// The runs are this stream's own encoding of records it checked, read back
-// from its own memory; a record's size is still checked against the run.
 uint64_t LaneRuns::give_back(const EventVisitor &event)
 {
     close_run();
-    for (size_t i = next_; i < held_.size(); ++i) {
-        std::span<const uint8_t> records = held_[i].block.records();
-        for (size_t at = 0; at + 8 <= records.size();) {
-            const uint8_t *bytes = records.data() + at;
-            auto size = log::load<uint32_t>(bytes);
-            if (size < 16 || size > records.size() - at)
-                break;
-            at += size;
-            if (log::load<uint16_t>(bytes + 4) != log::kRecordEvent ||
-                size < log::kEventRecordHeader)
-                continue;
-            pt_record record = log::BlockEncoder::event_header(bytes);
-            if (log::kEventRecordHeader + record.data_len <= size)
-                event(record, bytes + log::kEventRecordHeader);
-        }
-    }
+    for (size_t i = next_; i < held_.size(); ++i)
+        held_[i].block.for_each_event(event);
     return drop_all();
 }
 

@@ -72,7 +72,7 @@ public:
     // Hands each event of the runs held to `event` (its stamp realtime, as
     // in the log; no image, no CPU), then forgets them as drop_all() does;
     // returns how many.
-    using EventVisitor = std::function<void(const pt_record &, const uint8_t *data)>;
+    using EventVisitor = log::BlockEncoder::EventVisitor;
     uint64_t give_back(const EventVisitor &event);
 
 private:
