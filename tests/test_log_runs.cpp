@@ -17,6 +17,7 @@
 #include "lanes_support.hpp"
 #include "log/log_format.hpp"
 #include "log_support.hpp"
+#include "recording_support.hpp"
 
 using namespace test_support;
 using namespace lanes_support;
@@ -410,21 +411,13 @@ namespace {
 std::vector<Event> read_until(trace_id_t trid, trace_event_id_t id, int wanted)
 {
     std::vector<Event> events;
-    std::vector<unsigned char> buffer(kReadBufferBytes);
     for (int of_id = 0; of_id < wanted;) {
-        timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += 2;
-        Event event;
-        size_t length = 0;
-        int unavailable = 0;
-        int err = posix_trace_timedgetnext_event(trid, &event.info, buffer.data(), buffer.size(),
-                                                 &length, &unavailable, &deadline);
-        if (err || unavailable)
+        recording_support::Got got = recording_support::timed_next(trid, 2'000'000'000);
+        if (got.err || got.unavailable)
             break;
-        event.data.assign(buffer.begin(), buffer.begin() + std::ptrdiff_t(length));
-        of_id += event.info.posix_event_id == id;
-        events.push_back(std::move(event));
+        of_id += got.info.posix_event_id == id;
+        events.push_back(
+            {got.info, {got.data.begin(), got.data.begin() + std::ptrdiff_t(got.data_len)}});
     }
     return events;
 }
