@@ -246,7 +246,7 @@ stress:
 	$(STRESS) --total $(STRESS_SECONDS) --seconds 10
 
 bench:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh --bench
 	@scripts/mount-tracefs.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/bench/bench_lttng $(BUILD)/bench/usdt_reference
 	@bench/run.sh $(BUILD)

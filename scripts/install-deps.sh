@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages posixtrace needs to build, test and
-# benchmark, when any is missing. Quiet when everything is there.
+# Installs the Debian 12 packages posixtrace needs to build and test, when any
+# is missing; with --bench, also those only the benchmarks run (the tools
+# posixtrace is compared with). Quiet when everything is there.
 set -euo pipefail
 packages=(clang llvm libbpf-dev bpftool libelf-dev libdeflate-dev zlib1g-dev catch2 libcli11-dev
-          systemtap-sdt-dev pkg-config make g++ bpftrace python3.11 libstdc++6 tmux
-          linux-perf babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev
-          lttng-tools liblttng-ust-dev)
+          systemtap-sdt-dev pkg-config make g++ python3.11 libstdc++6 tmux
+          babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev)
+if [ "${1:-}" = --bench ]; then
+    packages+=(bpftrace linux-perf lttng-tools liblttng-ust-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
