@@ -2,10 +2,11 @@
 # Runs each libFuzzer target of fuzz/ for SECONDS (default 60): builds them
 # (`make fuzz`, build-fuzz/) and runs each, one job, as many targets at once
 # as there are CPUs, on a copy of its seed corpus fuzz/corpus/TARGET/ (if
-# any) in a temporary directory (the repository is not modified). Exits non-zero on a crash, an invariant
-# violation, a leak or a hang (> 10 s on one input); the input that did it is
-# kept in FUZZ_ARTIFACTS (default build-fuzz/artifacts/) and the log of the
-# run is printed. Minimise a reproducer with
+# any) in a temporary directory (the repository is not modified). Exits
+# non-zero on a crash, an invariant violation, a leak or a hang (> 10 s on
+# one input); the input that did it is kept in FUZZ_ARTIFACTS (default
+# build-fuzz/artifacts/) and the log of the run is printed. Minimise a
+# reproducer with
 #   build-fuzz/TARGET_fuzzer -minimize_crash=1 -runs=100000 FILE
 # Usage: scripts/fuzz.sh [SECONDS [TARGET...]]   (targets: see the Makefile)
 set -euo pipefail
