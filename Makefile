@@ -118,6 +118,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/sources/lanes/local_ring.o \
                  $(BUILD)/obj/userspace/lib/sources/lanes/chunk_pool.o \
                  $(BUILD)/obj/userspace/lib/sources/kernel/loss_notices.o \
+                 $(BUILD)/obj/userspace/lib/sources/kernel/loop_ring_mirror.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
                  $(BUILD)/obj/userspace/lib/store/loss_ledger.o \

@@ -247,6 +247,50 @@ struct pt_td_message {
     __u64 data;
 };
 
+/* ---- POSIX_TRACE_LOOP rings -------------------------------------------------
+ * A BPF ring buffer drops its newest record when it is full, the opposite of
+ * what a LOOP stream keeps. A LOOP stream's events go instead to one loop
+ * ring per CPU that the programs write themselves, overwriting the oldest
+ * records (lifecycle records stay in the BPF ring buffers: they are never
+ * overwritten). A loop ring is an entry of an mmappable array: a page of
+ * struct pt_loop_ring_meta, then the data, then room no record reaches
+ * (the verifier's bound). Positions grow forever; a record sits at its
+ * position modulo the data size, behind a struct pt_loop_header, and spans
+ * a multiple of 16 bytes.
+ * - A program reserves by compare-and-swap on `head`, before it stamps the
+ *   record (as with a BPF ring buffer), writes the header busy, and clears
+ *   the bit with an atomic operation once the record is whole.
+ * - Between the reservation and the header, the reader would find the
+ *   bytes of an older round there, which may be a traced process's data
+ *   shaped as a header. A header counts only with its `tag`: its position
+ *   XOR a random key of the stream that traced processes cannot read.
+ * - No record crosses the end of a PT_LOOP_CHUNK_BYTES chunk: one that would
+ *   starts at the next chunk, behind a discarded padding record marked
+ *   PT_LOOP_PADDING. So every chunk begins with a record, where a reader
+ *   overtaken by the writers starts again.
+ * - Every other record takes the next number of `sequence` (its low 32
+ *   bits in the header's second word), after its reservation: the reader
+ *   counts what was overwritten exactly from the numbers it did not see. */
+struct pt_loop_header {
+    __u32 length;   /* of what follows; with BPF_RINGBUF_BUSY_BIT, _DISCARD_BIT, PT_LOOP_PADDING */
+    __u32 sequence; /* the record's number (low 32 bits); none for padding */
+    __u64 tag;      /* position ^ loop_tag_key, written after `length` */
+};
+struct pt_loop_ring_meta {
+    __u64 head;     /* bytes reserved so far */
+    __u64 sequence; /* records numbered so far */
+};
+#define PT_LOOP_META_BYTES 4096u
+#define PT_LOOP_CHUNK_BYTES (16u * 1024u)
+/* Past the data: the largest record (the two headers and
+ * PT_DATA_SIZE_LIMIT bytes) fits, so every access the verifier sees is
+ * within the entry. */
+#define PT_LOOP_SLACK_BYTES (12u * 1024u)
+#define PT_LOOP_PADDING (1u << 29)
+/* Compare-and-swap attempts before a record counts as lost: each failure
+ * is another program's reservation on the same CPU. */
+#define PT_LOOP_RESERVE_TRIES 8
+
 /* stream_state, written by userspace */
 enum pt_stream_state {
     PT_STREAM_SUSPENDED = 0,

@@ -31,6 +31,21 @@ struct {
     __type(value, struct pt_cpu_state);
 } cpu_states SEC(".maps");
 
+/* POSIX_TRACE_LOOP: the data bytes of each CPU's loop ring (a power of two,
+ * at least PT_LOOP_CHUNK_BYTES), set before load; 0 for other streams, whose
+ * events go to the BPF ring buffers. */
+const volatile __u64 loop_ring_bytes = 0;
+
+/* One loop ring per CPU (posixtrace.h), mmapped by userspace. Its entries
+ * are sized at load, so the map declares sizes, not a BTF type. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, PT_LOOP_META_BYTES + PT_LOOP_SLACK_BYTES);
+} loop_rings SEC(".maps");
+
 /* See struct pt_loss_notice. */
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -59,6 +74,8 @@ volatile __u8 usdt_string_arg[PT_USDT_TYPES];
  * milliseconds, done meanwhile on a library thread, and until it is done
  * they fire for nothing, even in a process the next stream traces. */
 volatile __u32 probe_generation;
+/* Tags the loop rings' headers (struct pt_loop_header): set once at load. */
+volatile __u64 loop_tag_key;
 
 static __always_inline bool probe_is_current(__u64 cookie)
 {
@@ -128,9 +145,10 @@ static __always_inline __u64 wakeup_flag(void *ring, struct pt_cpu_state *state,
                                                                           : BPF_RB_NO_WAKEUP;
 }
 
-/* This CPU's ring and counters. */
+/* This CPU's rings and counters. */
 struct cpu_slot {
     void *ring;
+    __u8 *loop; /* its loop ring's entry, for a LOOP stream */
     struct pt_cpu_state *state;
     __u32 cpu;
 };
@@ -140,7 +158,91 @@ static __always_inline bool this_cpu_slot(struct cpu_slot *slot)
     slot->cpu = bpf_get_smp_processor_id();
     slot->state = bpf_map_lookup_elem(&cpu_states, &slot->cpu);
     slot->ring = bpf_map_lookup_elem(&rings, &slot->cpu);
+    slot->loop = NULL;
+    if (loop_ring_bytes) {
+        slot->loop = bpf_map_lookup_elem(&loop_rings, &slot->cpu);
+        if (!slot->loop)
+            return false;
+    }
     return slot->state && slot->ring;
+}
+
+/* The header at `position` of a loop ring. The mask gives the verifier the
+ * offset's bound (the entry has PT_LOOP_SLACK_BYTES past the data) and its
+ * alignment (positions are multiples of 8). */
+static __always_inline struct pt_loop_header *loop_header(__u8 *loop, __u64 position)
+{
+    return (struct pt_loop_header *)(loop + PT_LOOP_META_BYTES +
+                                     (position & (loop_ring_bytes - 1) & ~7ull));
+}
+
+/* Writes a header: its length first, then its tag, which makes it count
+ * (the exchange orders the two for the reader on every architecture). */
+static __always_inline void loop_write_header(struct pt_loop_header *header, __u64 position,
+                                              __u32 length, __u32 sequence)
+{
+    header->length = length;
+    header->sequence = sequence;
+    __sync_lock_test_and_set(&header->tag, position ^ loop_tag_key);
+}
+
+/* Reserves a record of `size` bytes (a constant) in this CPU's loop ring,
+ * never across a chunk's end; the start of a chunk skipped to gets a
+ * padding record over the end of the chunk before. Spans are multiples of
+ * 16, so that a padding record always has room for its header. NULL after
+ * PT_LOOP_RESERVE_TRIES reservations of other programs came first. */
+static __always_inline struct pt_record *loop_reserve(struct cpu_slot *slot, __u64 size)
+{
+    struct pt_loop_ring_meta *meta = (struct pt_loop_ring_meta *)slot->loop;
+    const __u64 span = (sizeof(struct pt_loop_header) + size + 15) & ~15ull;
+    __u64 head = 0, start = 0;
+    struct pt_loop_header *header;
+    bool reserved = false;
+
+    if (span > PT_LOOP_CHUNK_BYTES)
+        return NULL;
+    for (int i = 0; i < PT_LOOP_RESERVE_TRIES && !reserved; i++) {
+        head = meta->head;
+        start = head;
+        if ((head & (PT_LOOP_CHUNK_BYTES - 1)) + span > PT_LOOP_CHUNK_BYTES)
+            start = (head + PT_LOOP_CHUNK_BYTES - 1) & ~(__u64)(PT_LOOP_CHUNK_BYTES - 1);
+        reserved = __sync_val_compare_and_swap(&meta->head, head, start + span) == head;
+    }
+    if (!reserved)
+        return NULL;
+    if (start != head)
+        loop_write_header(loop_header(slot->loop, head), head,
+                          (__u32)(start - head - sizeof(struct pt_loop_header)) |
+                              BPF_RINGBUF_DISCARD_BIT | PT_LOOP_PADDING,
+                          0);
+    header = loop_header(slot->loop, start);
+    loop_write_header(header, start, (__u32)(span - sizeof(*header)) | BPF_RINGBUF_BUSY_BIT,
+                      (__u32)__sync_fetch_and_add(&meta->sequence, 1));
+    return (struct pt_record *)(header + 1);
+}
+
+/* The record's header in its loop ring. */
+static __always_inline __u32 *loop_length_of(struct pt_record *record)
+{
+    return &((struct pt_loop_header *)record - 1)->length;
+}
+
+/* Hands a record begun with begin_record to the reader. */
+static __always_inline void commit_record(struct pt_record *record, __u64 wakeup)
+{
+    if (loop_ring_bytes)
+        __sync_fetch_and_xor(loop_length_of(record), BPF_RINGBUF_BUSY_BIT);
+    else
+        bpf_ringbuf_submit(record, wakeup);
+}
+
+static __always_inline void discard_record(struct pt_record *record)
+{
+    if (loop_ring_bytes)
+        __sync_fetch_and_xor(loop_length_of(record),
+                             BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+    else
+        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
 }
 
 /* A record found no room in this CPU's ring: counted, and the first of a
@@ -173,10 +275,11 @@ static __always_inline void end_loss_run(struct pt_cpu_state *state)
         state->loss_run_open = 0;
 }
 
-/* Reserves a record of `size` bytes (a constant at every call site), then
- * stamps it. The stamp is taken after the reservation: a record reserved
- * after the reader looked at the ring's producer position is stamped after
- * that look, which is what the merge's bound relies on. The state and the
+/* Reserves a record of `size` bytes (a constant at every call site) in
+ * this CPU's ring (its loop ring for a LOOP stream), then stamps it. The
+ * stamp is taken after the reservation: a record reserved after the reader
+ * looked at the ring's producer position is stamped after that look, which
+ * is what the merge's bound relies on. The state and the
  * filter are read again after the stamp: a record stamped after
  * posix_trace_stop() or a filter change took effect is discarded, so every
  * recorded event precedes the stop or filter event that excludes it.
@@ -185,7 +288,8 @@ static __always_inline void end_loss_run(struct pt_cpu_state *state)
 static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u64 size,
                                                       __u32 event_id)
 {
-    struct pt_record *record = bpf_ringbuf_reserve(slot->ring, size, 0);
+    struct pt_record *record =
+        loop_ring_bytes ? loop_reserve(slot, size) : bpf_ringbuf_reserve(slot->ring, size, 0);
     __u32 state_now;
 
     if (!record) {
@@ -198,7 +302,7 @@ static __always_inline struct pt_record *begin_record(struct cpu_slot *slot, __u
     if (state_now != PT_STREAM_RUNNING || event_filtered(event_id)) {
         if (state_now == PT_STREAM_FULL && !event_filtered(event_id))
             __sync_fetch_and_add(&slot->state->refused_full, 1);
-        bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+        discard_record(record);
         return NULL;
     }
     return record;

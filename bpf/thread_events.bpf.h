@@ -159,7 +159,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
     record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
-    bpf_ringbuf_submit(record, wakeup);
+    commit_record(record, wakeup);
 }
 
 /* Subprograms, not inlined: the scheduler programs call them several times. */

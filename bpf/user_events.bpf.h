@@ -47,7 +47,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
     record->image = a->image;
     record->flags = flags;
     record->cpu = a->slot.cpu;
-    bpf_ringbuf_submit(record, wakeup);
+    commit_record(record, wakeup);
 }
 
 /* posix_trace_event(event_id, data, data_len) in libposixtrace; the fourth
@@ -191,7 +191,7 @@ int usdt_event(struct pt_regs *ctx)
     record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
-    bpf_ringbuf_submit(record, wakeup);
+    commit_record(record, wakeup);
     return 0;
 }
 

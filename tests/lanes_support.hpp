@@ -116,6 +116,30 @@ inline pid_t thread_named(const std::string &name)
     return found;
 }
 
+// While it lives, the stream's drain thread runs only on CPU 0, where the
+// traced child, real-time (SCHED_FIFO), keeps it from running during a burst.
+class DrainBehindChild {
+public:
+    explicit DrainBehindChild(pid_t child) : drain_(thread_named("posixtrace-drn"))
+    {
+        REQUIRE(drain_ > 0);
+        REQUIRE(sched_getaffinity(drain_, sizeof drain_cpus_, &drain_cpus_) == 0);
+        cpu_set_t cpu0;
+        CPU_ZERO(&cpu0);
+        CPU_SET(0, &cpu0);
+        REQUIRE(sched_setaffinity(drain_, sizeof cpu0, &cpu0) == 0);
+        sched_param fifo{1};
+        REQUIRE(sched_setscheduler(child, SCHED_FIFO, &fifo) == 0);
+    }
+    ~DrainBehindChild() { sched_setaffinity(drain_, sizeof drain_cpus_, &drain_cpus_); }
+    DrainBehindChild(const DrainBehindChild &) = delete;
+    DrainBehindChild &operator=(const DrainBehindChild &) = delete;
+
+private:
+    pid_t drain_;
+    cpu_set_t drain_cpus_{};
+};
+
 // While it lives, the calling thread keeps the stream's drain thread from
 // running: both on one CPU, the caller real-time (SCHED_FIFO), so the drain
 // runs only once the caller blocks or this ends. What the caller emits

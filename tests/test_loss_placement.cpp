@@ -22,30 +22,7 @@ namespace {
 using namespace recording_support;
 using posixtrace::LossNotices;
 using posixtrace::PlacedLoss;
-
-// While it lives, the stream's drain thread runs only on CPU 0, where the
-// traced child, real-time (SCHED_FIFO), keeps it from running during a burst.
-class DrainBehindChild {
-public:
-    explicit DrainBehindChild(pid_t child) : drain_(lanes_support::thread_named("posixtrace-drn"))
-    {
-        REQUIRE(drain_ > 0);
-        REQUIRE(sched_getaffinity(drain_, sizeof drain_cpus_, &drain_cpus_) == 0);
-        cpu_set_t cpu0;
-        CPU_ZERO(&cpu0);
-        CPU_SET(0, &cpu0);
-        REQUIRE(sched_setaffinity(drain_, sizeof cpu0, &cpu0) == 0);
-        sched_param fifo{1};
-        REQUIRE(sched_setscheduler(child, SCHED_FIFO, &fifo) == 0);
-    }
-    ~DrainBehindChild() { sched_setaffinity(drain_, sizeof drain_cpus_, &drain_cpus_); }
-    DrainBehindChild(const DrainBehindChild &) = delete;
-    DrainBehindChild &operator=(const DrainBehindChild &) = delete;
-
-private:
-    pid_t drain_;
-    cpu_set_t drain_cpus_{};
-};
+using lanes_support::DrainBehindChild;
 
 } // namespace
 
@@ -54,8 +31,10 @@ TEST_CASE("recording: a full kernel ring's losses are reported where they began"
     test_support::ChildConversation child({helper_path("tick_bursts")});
     REQUIRE(child.read_line() == "ready\n");
     Attr attr;
-    // kernel rings of 256 KiB (about 1,100 ticks), a stream that holds 4 of them
+    // kernel rings of 256 KiB (about 1,100 ticks), a stream that holds 4 of them;
+    // not LOOP, whose events go to loop rings that overwrite (test_by_pid.cpp)
     REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 512 * 1024) == 0);
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), POSIX_TRACE_UNTIL_FULL) == 0);
     trace_id_t trid = 0;
     REQUIRE(posix_trace_create(child.pid(), attr.get(), &trid) == 0);
     StreamGuard stream(trid);

@@ -121,7 +121,9 @@ public:
         trace_attr_t attr;
         REQUIRE(posix_trace_attr_init(&attr) == 0);
         REQUIRE(posix_trace_attr_setinherited(&attr, POSIX_TRACE_INHERITED) == 0);
-        REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_LOOP) == 0);
+        // A LOOP stream's events go to loop rings, which overwrite and
+        // never refuse the lifecycle records their BPF rings carry.
+        REQUIRE(posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_UNTIL_FULL) == 0);
         // 256 KiB a CPU: the smallest ring, filled in a few milliseconds.
         REQUIRE(posix_trace_attr_setstreamsize(&attr, 512 * 1024) == 0);
         {

@@ -79,6 +79,7 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
     bpf_map__set_max_entries(skel->maps.rings, cpus);
     bpf_map__set_max_entries(skel->maps.cpu_states, cpus);
     bpf_map__set_inner_map_fd(skel->maps.rings, program->ring_fds_[0].get());
+    program->size_loop_rings(cpus);
     program->choose_tracepoint_programs();
     // Smaller TD tables, to reach their limits (TD_NOCAPAB, TD_DBERR) in tests.
     if (unsigned threads = program->choices_.td_max_threads)
@@ -91,6 +92,8 @@ int KernelProgram::load(const Config &config, std::unique_ptr<KernelProgram> &ou
         return err;
 
     if (int err = program->map_cpu_states())
+        return err;
+    if (int err = program->map_loop_rings())
         return err;
     skel->bss->max_data_size = config.max_data_size;
     skel->bss->wakeup_threshold = config.ring_bytes / 4;
@@ -133,6 +136,8 @@ KernelProgram::~KernelProgram()
     links_.clear();
     if (cpu_states_)
         munmap(cpu_states_, cpu_states_bytes_);
+    if (loop_rings_)
+        munmap(loop_rings_, loop_rings_mapped_);
 }
 
 int KernelProgram::map_cpu_states()

@@ -44,6 +44,9 @@ public:
     struct Config {
         size_t ring_bytes;      // per CPU, a power of two multiple of the page size
         uint32_t max_data_size; // bytes of user data copied per event
+        // POSIX_TRACE_LOOP: the data bytes of each CPU's loop ring (a power
+        // of two, at least PT_LOOP_CHUNK_BYTES); 0 for other streams.
+        size_t loop_ring_bytes = 0;
     };
 
     // 0, or EPERM (no privilege to load BPF), ENOMEM, or another errno.
@@ -147,6 +150,16 @@ public:
     int ring_fd(int cpu) const { return ring_fds_[cpu].get(); }
     size_t ring_bytes() const { return config_.ring_bytes; }
 
+    // A LOOP stream's loop rings (posixtrace.h), mapped: one CPU's entry
+    // (its struct pt_loop_ring_meta, then its data), or nullptr for other
+    // streams; and the key of their headers' tags.
+    const uint8_t *loop_ring(int cpu) const
+    {
+        return loop_rings_ ? loop_rings_ + size_t(cpu) * loop_entry_bytes() : nullptr;
+    }
+    size_t loop_ring_bytes() const { return config_.loop_ring_bytes; }
+    uint64_t loop_tag_key() const { return loop_tag_key_; }
+
     // What the kernel side could not record, read from the mmapped per-CPU
     // states (no system call); both only grow. One CPU's records that found
     // its ring full:
@@ -199,6 +212,14 @@ private:
     int attach_kernel_event_programs();
     int fill_ring_table();
     int map_cpu_states();
+    // kernel_program_loop.cpp: sizes the loop rings before the load, maps
+    // them and keys their tags after it.
+    void size_loop_rings(int cpus);
+    int map_loop_rings();
+    size_t loop_entry_bytes() const
+    {
+        return PT_LOOP_META_BYTES + config_.loop_ring_bytes + PT_LOOP_SLACK_BYTES;
+    }
     // Forgets what the switch program knew of each CPU's last switch, before
     // it is attached again (the switches in between were not seen).
     void reset_switch_chains();
@@ -240,6 +261,9 @@ private:
     std::vector<UniqueFd> ring_fds_;
     pt_cpu_state *cpu_states_ = nullptr; // mmapped, one per CPU
     size_t cpu_states_bytes_ = 0;
+    uint8_t *loop_rings_ = nullptr; // mmapped, one entry per CPU (LOOP streams)
+    size_t loop_rings_mapped_ = 0;
+    uint64_t loop_tag_key_ = 0;
     // The uprobe's cookie for a site whose layout is at `spec_index`.
     uint64_t probe_cookie(uint32_t spec_index) const
     {

@@ -47,7 +47,8 @@ KernelProgram::LoadChoices KernelProgram::LoadChoices::now()
 
 bool KernelProgram::loaded_as(const Config &config) const
 {
-    return config.ring_bytes == config_.ring_bytes && choices_ == LoadChoices::now();
+    return config.ring_bytes == config_.ring_bytes &&
+           config.loop_ring_bytes == config_.loop_ring_bytes && choices_ == LoadChoices::now();
 }
 
 // Suspended first: from then on the programs record no event (a notice

@@ -48,6 +48,10 @@ public:
         bool taken_back = false;
     };
     virtual Readable readable(uint64_t & /*scanned*/) { return {producer()}; }
+    // Called by each round of the merge first, after it read the clock and
+    // before it reads the producer position: a ring whose records the merge
+    // reads from a copy (LoopRingMirror) brings the copy up to date.
+    virtual void refresh() {}
 
     // Damaged: committed, but its header or the data it claims do not fit
     // in its slot, or the slot its header claims runs past the end of its

@@ -60,7 +60,9 @@ Recording::Plan Recording::plan_for(pid_t target, const Attributes &attributes)
         plan.binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
     else if ((plan.binary_file = user_event_object_of(target)))
         plan.binary = plan.binary_file->path();
-    plan.config = {ring_bytes_for(attributes.stream_size), uint32_t(attributes.max_data_size)};
+    size_t ring_bytes = ring_bytes_for(attributes.stream_size);
+    bool loop = attributes.stream_full_policy == POSIX_TRACE_LOOP;
+    plan.config = {ring_bytes, uint32_t(attributes.max_data_size), loop ? ring_bytes : 0};
     plan.inherit = attributes.inheritance == POSIX_TRACE_INHERITED;
     plan.lanes_wanted = takes_lanes(target, attributes);
     plan.lane_budget = std::max(attributes.stream_size, kLaneBudgetAtLeast);

@@ -143,6 +143,7 @@ uint64_t RingMerger::chunk_horizon(const ChunkSink &chunks) const
 
 uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
 {
+    window.reader->refresh();
     uint64_t producer = window.reader->producer();
     auto &seen = window.observations;
     window.behind = false;

@@ -26,6 +26,10 @@ std::optional<timespec> StreamDrain::timeout()
 void StreamDrain::pass()
 {
     uint64_t ticket = flush_requested_;
+    // A flush completes in the pass after the merge passed its time: the
+    // counts this pass reads then include what the merge itself counted
+    // (records a loop ring's programs overwrote, found as it copies them).
+    bool merged_past_flush = safe_ns_ > flush_until_ns_;
     uint64_t now = monotonic_now();
     parts_.recording.look_after_sources(now, [this](const RingMerger::GivenUp &given_up) {
         if (auto window = loss_reports_.given_up(given_up, loss_placement()))
@@ -42,7 +46,7 @@ void StreamDrain::pass()
     if (uint64_t owed = parts_.ledger.take_owed())
         queue_loss({0, owed, 0}, merger().last_delivered_ns());
     // A flush is done once nothing stamped before its time can come.
-    if (flush_completed_ < ticket && safe_ns_ > flush_until_ns_) {
+    if (flush_completed_ < ticket && merged_past_flush && safe_ns_ > flush_until_ns_) {
         flush_completed_ = ticket;
         flushed_.notify_all();
     }

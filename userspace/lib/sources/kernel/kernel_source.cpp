@@ -16,6 +16,13 @@ void KernelSource::join_merge(RingMerger &merger, uint64_t now_ns)
                         now_ns);
         if (!merger.ready()) // a ring that could not be mapped: the stream fails
             return;
+        const uint8_t *loop = program_.loop_ring(cpu);
+        if (!loop)
+            continue;
+        auto mirror = std::make_unique<LoopRingMirror>(loop, program_.loop_ring_bytes(),
+                                                       program_.loop_tag_key(), overwritten_);
+        mirrors_.push_back(mirror.get());
+        merger.add_ring(std::move(mirror), now_ns);
     }
 }
 
@@ -28,8 +35,12 @@ std::vector<int> KernelSource::readable_fds() const
 }
 
 // The counts first, then the notices: those of every loss counted are in.
+// The loop rings are copied first: what their programs overwrote is counted
+// as the copy finds it, and a flush reports it with what was read before.
 SourceLosses KernelSource::losses()
 {
+    for (LoopRingMirror *mirror : mirrors_)
+        mirror->refresh();
     SourceLosses losses;
     for (int cpu = 0; cpu < program_.cpu_count(); ++cpu) {
         ring_full_[size_t(cpu)] = program_.ring_full_on(cpu);
@@ -37,6 +48,7 @@ SourceLosses KernelSource::losses()
     }
     losses.unreported_switches = program_.unreported_switches();
     losses.refused_while_full = program_.refused_while_full();
+    losses.overwritten = overwritten_.load(std::memory_order_relaxed);
     notices_.place(ring_full_, losses.placed);
     return losses;
 }

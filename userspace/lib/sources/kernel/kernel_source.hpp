@@ -1,12 +1,16 @@
 #pragma once
+#include <atomic>
+
 #include "kernel/kernel_program.hpp"
+#include "sources/kernel/loop_ring_mirror.hpp"
 #include "sources/kernel/loss_notices.hpp"
 #include "sources/record_source.hpp"
 
 namespace posixtrace {
 
 // The records the kernel programs write: one BPF ring buffer a CPU, read in
-// place. The program itself stays the stream's (it also follows processes
+// place, and for a POSIX_TRACE_LOOP stream one loop ring a CPU too, read
+// from a copy (LoopRingMirror). The program itself stays the stream's (it also follows processes
 // and steers the thread events); this is what the merge needs of it.
 class KernelSource final : public RecordSource {
 public:
@@ -29,6 +33,10 @@ private:
     KernelProgram &program_;
     LossNotices notices_;
     std::vector<uint64_t> ring_full_; // each CPU's, as last read
+    // What the programs overwrote in the loop rings before it was read
+    // (LoopRingMirror), under POSIX_TRACE_LOOP.
+    std::atomic<uint64_t> overwritten_{0};
+    std::vector<LoopRingMirror *> mirrors_; // the merge's, while it has them
     bool joined_ = false;
 };
 

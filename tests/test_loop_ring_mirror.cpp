@@ -1,0 +1,230 @@
+// The loop rings of POSIX_TRACE_LOOP streams, read through LoopRingMirror:
+// here the ring's memory is written by the test as the BPF programs write
+// it (stream.bpf.h), so that each order of events a reader can meet is
+// met on purpose. The by-pid tests run the real programs.
+#include <catch2/catch.hpp>
+#include <linux/bpf.h>
+
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "posixtrace.h"
+#include "sources/kernel/loop_ring_mirror.hpp"
+
+namespace {
+
+using posixtrace::LoopRingMirror;
+using posixtrace::RecordRing;
+
+constexpr size_t kRingBytes = 4 * PT_LOOP_CHUNK_BYTES;
+constexpr uint64_t kKey = 0x5eed'0f7a'95c3'1d2bu;
+constexpr uint32_t kRecordData = 64;
+
+// One loop ring's entry, written as the programs write it.
+class LoopRingWriter {
+public:
+    LoopRingWriter() : entry_(PT_LOOP_META_BYTES + kRingBytes + PT_LOOP_SLACK_BYTES) {}
+    const uint8_t *entry() const { return entry_.data(); }
+
+    // Reserves a record of kRecordData bytes: its position, the header
+    // still holding what the ring held there before.
+    uint64_t reserve()
+    {
+        uint64_t head = meta().head, start = head;
+        if ((head & (PT_LOOP_CHUNK_BYTES - 1)) + span() > PT_LOOP_CHUNK_BYTES)
+            start = (head + PT_LOOP_CHUNK_BYTES - 1) & ~uint64_t(PT_LOOP_CHUNK_BYTES - 1);
+        __atomic_store_n(&meta().head, start + span(), __ATOMIC_RELEASE);
+        if (start != head)
+            write_header(head,
+                         uint32_t(start - head - sizeof(pt_loop_header)) | BPF_RINGBUF_DISCARD_BIT |
+                             PT_LOOP_PADDING,
+                         0);
+        return start;
+    }
+    // Writes the record reserved at `position` busy, numbered and stamped.
+    void write(uint64_t position, uint64_t stamp)
+    {
+        uint32_t length = uint32_t(span() - sizeof(pt_loop_header)) | BPF_RINGBUF_BUSY_BIT;
+        write_header(position, length, uint32_t(meta().sequence++));
+        pt_record record{};
+        record.timestamp_ns = stamp;
+        record.data_len = kRecordData;
+        std::memcpy(at(position) + sizeof(pt_loop_header), &record, sizeof record);
+    }
+    void commit(uint64_t position) { header(position)->length &= ~BPF_RINGBUF_BUSY_BIT; }
+    void emit(uint64_t stamp)
+    {
+        uint64_t position = reserve();
+        write(position, stamp);
+        commit(position);
+    }
+    // What a traced process's data left at `position` in an earlier round:
+    // a committed header, numbered, tagged as for `tagged_as`.
+    void forge(uint64_t position, uint64_t tagged_as)
+    {
+        pt_loop_header forged{uint32_t(span() - sizeof(pt_loop_header)), 7, tagged_as ^ kKey};
+        std::memcpy(at(position), &forged, sizeof forged);
+    }
+    pt_loop_header *header(uint64_t position)
+    {
+        return reinterpret_cast<pt_loop_header *>(at(position));
+    }
+    uint64_t head() { return meta().head; }
+
+private:
+    static uint64_t span()
+    {
+        return (sizeof(pt_loop_header) + PT_RECORD_HEADER_SIZE + kRecordData + 15) & ~15ull;
+    }
+    pt_loop_ring_meta &meta() { return *reinterpret_cast<pt_loop_ring_meta *>(entry_.data()); }
+    uint8_t *at(uint64_t position)
+    {
+        return entry_.data() + PT_LOOP_META_BYTES + (position & (kRingBytes - 1));
+    }
+    void write_header(uint64_t position, uint32_t length, uint32_t number)
+    {
+        pt_loop_header *to = header(position);
+        to->length = length;
+        to->sequence = number;
+        __atomic_store_n(&to->tag, position ^ kKey, __ATOMIC_RELEASE);
+    }
+
+    std::vector<uint8_t> entry_;
+};
+
+struct Read {
+    std::vector<uint64_t> stamps;
+    RecordRing::Readable readable{};
+};
+
+// A pass of the merge: what it may read, read to its end and released,
+// again while the ring says there is more (the copy waited for room).
+Read look(LoopRingMirror &mirror, uint64_t &scanned)
+{
+    Read read;
+    for (int round = 0; round < 4; ++round) {
+        mirror.refresh();
+        read.readable = mirror.readable(scanned);
+        if (read.readable.taken_back) { // the merge drops what lies before the stretch
+            scanned = read.readable.end;
+            read.readable = mirror.readable(scanned);
+        }
+        while (scanned < read.readable.end) {
+            RecordRing::Record record = mirror.at(scanned);
+            REQUIRE(record.slot != RecordRing::Slot::Damaged);
+            REQUIRE(record.slot != RecordRing::Slot::Busy);
+            if (record.slot == RecordRing::Slot::Committed)
+                read.stamps.push_back(record.record->timestamp_ns);
+            scanned += record.size;
+        }
+        mirror.release(scanned);
+        if (!read.readable.more)
+            break;
+    }
+    return read;
+}
+
+} // namespace
+
+TEST_CASE("loop ring: records are read at their positions, padding passed", "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    std::vector<uint64_t> stamps;
+    for (uint64_t stamp = 1; stamp <= 300; ++stamp) { // past two chunks' ends
+        ring.emit(stamp);
+        if (stamp % 50 == 0) {
+            Read read = look(mirror, scanned);
+            CHECK(read.readable.claimed);
+            stamps.insert(stamps.end(), read.stamps.begin(), read.stamps.end());
+        }
+    }
+    std::vector<uint64_t> expected;
+    for (uint64_t stamp = 1; stamp <= 300; ++stamp)
+        expected.push_back(stamp);
+    CHECK(stamps == expected);
+    CHECK(mirror.producer() == ring.head());
+    CHECK(overwritten == 0);
+}
+
+TEST_CASE("loop ring: a record being written holds the copy until it is committed", "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    ring.emit(1);
+    uint64_t busy = ring.reserve();
+    ring.write(busy, 2);
+    ring.emit(3);
+    Read read = look(mirror, scanned);
+    CHECK(read.stamps == std::vector<uint64_t>{1});
+    CHECK_FALSE(read.readable.claimed);
+    CHECK(scanned == busy);
+    CHECK(mirror.producer() == ring.head()); // the merge's bound stays before it
+    ring.commit(busy);
+    read = look(mirror, scanned);
+    CHECK(read.stamps == std::vector<uint64_t>{2, 3});
+    CHECK(read.readable.claimed);
+}
+
+// Between a program's reservation and its header, the ring holds what an
+// earlier round left there, which a traced process's payload can shape as
+// a committed header: without the stream's key in its tag it is not one.
+TEST_CASE("loop ring: a header a traced process's data forged is not read", "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    ring.emit(1);
+    uint64_t reserved = ring.reserve();
+    ring.forge(reserved, reserved - kRingBytes); // a real header of the round before
+    Read read = look(mirror, scanned);
+    CHECK(read.stamps == std::vector<uint64_t>{1});
+    CHECK(scanned == reserved);
+    // Bytes with no key: the tag holds whatever the payload wanted.
+    std::memset(ring.header(reserved), 0, sizeof(pt_loop_header));
+    ring.header(reserved)->length = 200;
+    ring.header(reserved)->tag = reserved;
+    read = look(mirror, scanned);
+    CHECK(read.stamps.empty());
+    CHECK(scanned == reserved);
+    ring.write(reserved, 2);
+    ring.commit(reserved);
+    read = look(mirror, scanned);
+    CHECK(read.stamps == std::vector<uint64_t>{2});
+    CHECK(overwritten == 0);
+}
+
+// The drain was late: the programs came round over records not copied. The
+// copy goes on with the newest, the merge drops what it held older than
+// the stretch, and every record overwritten is counted once.
+TEST_CASE("loop ring: records overwritten before the copy are counted, the newest read",
+          "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    ring.emit(1);
+    Read read = look(mirror, scanned);
+    CHECK(read.stamps == std::vector<uint64_t>{1});
+    const uint64_t emitted = 5000; // 3 rounds and more of the ring
+    for (uint64_t stamp = 2; stamp <= emitted; ++stamp)
+        ring.emit(stamp);
+    mirror.refresh();
+    RecordRing::Readable readable = mirror.readable(scanned);
+    CHECK(readable.taken_back);
+    CHECK(readable.end == scanned); // nothing copied before the stretch
+    read = look(mirror, scanned);
+    REQUIRE(!read.stamps.empty());
+    CHECK(read.stamps.back() == emitted);
+    for (size_t i = 1; i < read.stamps.size(); ++i)
+        CHECK(read.stamps[i] == read.stamps[i - 1] + 1);
+    CHECK(read.stamps.size() * (PT_RECORD_HEADER_SIZE + kRecordData) > kRingBytes / 2);
+    CHECK(overwritten == emitted - 1 - read.stamps.size());
+}
