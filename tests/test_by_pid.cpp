@@ -154,16 +154,12 @@ std::vector<uint64_t> numbers_from(uint64_t first, size_t count)
     return numbers;
 }
 
-} // namespace
-
-// The kernel's rings drop the newest record when full, but they only carry
-// records to the drain: the stream's size and policy decide what is kept,
-// as for the calling process's own events.
-TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends with the newest",
-          "[bypid]")
+// A 64 KiB LOOP stream given the flood keeps its newest ticks with no gap,
+// every older one counted overwritten, none lost in a ring.
+void loop_stream_ends_with_newest(Flood flood)
 {
     test_support::StreamGuard stream;
-    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_LOOP, stream);
+    std::vector<uint64_t> ticks = ticks_kept_by_small_stream(POSIX_TRACE_LOOP, stream, flood);
     REQUIRE(!ticks.empty());
     CHECK(ticks.size() < kTicks / 4); // 64 KiB holds a few hundred
     CHECK(ticks == numbers_from(kTicks - ticks.size(), ticks.size()));
@@ -175,6 +171,17 @@ TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends
     CHECK(losses.overwritten <= kTicks - ticks.size() + 1);
 }
 
+} // namespace
+
+// The kernel's rings drop the newest record when full, but they only carry
+// records to the drain: the stream's size and policy decide what is kept,
+// as for the calling process's own events.
+TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends with the newest",
+          "[bypid]")
+{
+    loop_stream_ends_with_newest(Flood::Paced);
+}
+
 // The drain cannot run while the flood comes: the kernel's loop rings
 // overwrite their oldest records, as the stream would, and the drain finds
 // the newest there once it runs. A BPF ring buffer would have kept the
@@ -182,17 +189,7 @@ TEST_CASE("by pid: a 64 KiB LOOP stream given a flood of a process's probes ends
 TEST_CASE("by pid: a 64 KiB LOOP stream ends with the newest of a flood its drain was late for",
           "[bypid]")
 {
-    test_support::StreamGuard stream;
-    std::vector<uint64_t> ticks =
-        ticks_kept_by_small_stream(POSIX_TRACE_LOOP, stream, Flood::DrainBehind);
-    REQUIRE(!ticks.empty());
-    CHECK(ticks.size() < kTicks / 4);
-    CHECK(ticks == numbers_from(kTicks - ticks.size(), ticks.size()));
-    posix_trace_loss_counters losses{};
-    REQUIRE(posix_trace_get_loss_counters(stream.get(), &losses) == 0);
-    CHECK(losses.ring_full == 0);
-    CHECK(losses.overwritten >= kTicks - ticks.size());
-    CHECK(losses.overwritten <= kTicks - ticks.size() + 1);
+    loop_stream_ends_with_newest(Flood::DrainBehind);
 }
 
 TEST_CASE("by pid: a 64 KiB UNTIL_FULL stream given a flood of a process's probes keeps the oldest",

@@ -2,6 +2,7 @@
 
 #include <linux/bpf.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace posixtrace {
@@ -47,27 +48,24 @@ void LoopRingMirror::refresh()
 {
     uint64_t sequence = load_acquire(meta_->sequence);
     uint64_t head = load_acquire(meta_->head);
-    std::vector<uint32_t> numbers;
     Copied copied{frontier_, false, false};
     more_ = false;
     for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
         if (head - frontier_ > bytes_)
             pass_overwritten(resume_past_writers(head));
-        numbers.clear();
-        copied = copy_from_frontier(head, numbers);
+        size_t seen_before = seen_.size();
+        copied = copy_from_frontier(head, seen_);
         // The copy stands if the programs had not come round to its start.
         std::atomic_thread_fence(std::memory_order_acquire);
         uint64_t head_after = load_acquire(meta_->head);
         if (head_after - frontier_ > bytes_) {
-            head = head_after; // read after the clock too
+            seen_.resize(seen_before); // not seen: overwritten
+            head = head_after;         // read after the clock too
             pass_overwritten(resume_past_writers(head));
             copied = {frontier_, false, false};
-            numbers.clear();
             continue;
         }
         frontier_ = copied.end;
-        seen_.insert(seen_.end(), numbers.begin(), numbers.end());
-        numbers.clear();
         // No program writes such a header: passed as overwritten, with the
         // rest of its chunk, once the programs are past it.
         uint64_t next_chunk = (frontier_ + PT_LOOP_CHUNK_BYTES) & ~kChunkMask;
@@ -156,7 +154,9 @@ void LoopRingMirror::account(uint64_t sequence)
         seen += int32_t(number - uint32_t(counted_to_)) >= 0;
         return true;
     });
-    overwritten_.fetch_add(numbered - seen, std::memory_order_relaxed);
+    // Each number is seen once; the bound only keeps a torn copy that
+    // passed the checks from counting a wrapped-around total.
+    overwritten_.fetch_add(numbered - std::min(seen, numbered), std::memory_order_relaxed);
     counted_to_ = sequence;
 }
 
