@@ -23,6 +23,8 @@ void KernelSource::join_merge(RingMerger &merger, uint64_t now_ns)
                                                        program_.loop_tag_key(), overwritten_);
         mirrors_.push_back(mirror.get());
         merger.add_ring(std::move(mirror), now_ns);
+        if (!merger.ready()) // no memory for its copy
+            return;
     }
 }
 

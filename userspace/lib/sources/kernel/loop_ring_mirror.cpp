@@ -29,11 +29,12 @@ LoopRingMirror::LoopRingMirror(const uint8_t *entry, size_t ring_bytes, uint64_t
                                std::atomic<uint64_t> &overwritten)
     : meta_(reinterpret_cast<const pt_loop_ring_meta *>(entry)),
       source_(entry + PT_LOOP_META_BYTES), bytes_(ring_bytes), tag_key_(tag_key),
-      overwritten_(overwritten), mirror_(std::make_unique_for_overwrite<uint8_t[]>(ring_bytes))
+      overwritten_(overwritten), mirror_(ring_bytes, "posixtrace loop ring copy")
 {
     head_ = frontier_ = consumer_ = gap_from_ = gap_to_ = load_acquire(meta_->head);
     counted_to_ = load_acquire(meta_->sequence);
-    view(&consumer_, &head_, mirror_.get(), bytes_);
+    if (mirror_.valid())
+        view(&consumer_, &head_, mirror_.data(), bytes_);
 }
 
 const pt_loop_header *LoopRingMirror::source_header(uint64_t position) const
@@ -46,6 +47,8 @@ const pt_loop_header *LoopRingMirror::source_header(uint64_t position) const
 // after that reading.
 void LoopRingMirror::refresh()
 {
+    if (!mirror_.valid())
+        return;
     uint64_t sequence = load_acquire(meta_->sequence);
     uint64_t head = load_acquire(meta_->head);
     Copied copied{frontier_, false, false};

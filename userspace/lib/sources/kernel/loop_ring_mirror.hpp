@@ -2,11 +2,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "posixtrace.h"
 #include "stream/record_ring.hpp"
+#include "util/fork_wiped_memory.hpp"
 
 namespace posixtrace {
 
@@ -26,7 +26,8 @@ namespace posixtrace {
 class LoopRingMirror final : public RecordRing {
 public:
     // `entry`: the ring's mapped entry; `overwritten`: where the records
-    // the programs overwrote before they were copied are counted.
+    // the programs overwrote before they were copied are counted. Without
+    // memory for the copy the mirror is not mapped().
     LoopRingMirror(const uint8_t *entry, size_t ring_bytes, uint64_t tag_key,
                    std::atomic<uint64_t> &overwritten);
 
@@ -50,14 +51,16 @@ private:
     // `sequence`, once every record reserved before it was seen.
     void account(uint64_t sequence);
     const pt_loop_header *source_header(uint64_t position) const;
-    uint8_t *mirror_at(uint64_t position) { return mirror_.get() + (position & (bytes_ - 1)); }
+    uint8_t *mirror_at(uint64_t position) { return mirror_.data() + (position & (bytes_ - 1)); }
 
     const pt_loop_ring_meta *meta_;
     const uint8_t *source_; // the ring's data
     size_t bytes_;
     uint64_t tag_key_;
     std::atomic<uint64_t> &overwritten_;
-    std::unique_ptr<uint8_t[]> mirror_;
+    // Pages of its own rather than the heap: as large as the ring, and
+    // unshared with a child the traced program forks.
+    ForkWipedMemory mirror_;
     uint64_t consumer_ = 0; // released by the merge (RecordRing::release)
     uint64_t head_ = 0;     // the ring's head at the last look: the producer
     uint64_t frontier_ = 0; // copied up to here
