@@ -98,11 +98,14 @@ struct Read {
     RecordRing::Readable readable{};
 };
 
-// A pass of the merge: what it may read, read to its end and released,
-// again while the ring says there is more (the copy waited for room).
+// A pass of the drain: the counts read (after a look, as KernelSource
+// does), then what the merge may read, read to its end and released, again
+// while the ring says there is more (the copy waited for room).
 Read look(LoopRingMirror &mirror, uint64_t &scanned)
 {
     Read read;
+    mirror.refresh();
+    mirror.count_read();
     for (int round = 0; round < 4; ++round) {
         mirror.refresh();
         read.readable = mirror.readable(scanned);
@@ -121,6 +124,19 @@ Read look(LoopRingMirror &mirror, uint64_t &scanned)
         mirror.release(scanned);
         if (!read.readable.more)
             break;
+    }
+    return read;
+}
+
+// Passes of the drain after the merge passed a stretch: the first copies
+// what follows it, the next reads it once its count was read.
+Read looks(LoopRingMirror &mirror, uint64_t &scanned, int passes)
+{
+    Read read;
+    for (int pass = 0; pass < passes; ++pass) {
+        Read more = look(mirror, scanned);
+        read.stamps.insert(read.stamps.end(), more.stamps.begin(), more.stamps.end());
+        read.readable = more.readable;
     }
     return read;
 }
@@ -220,11 +236,76 @@ TEST_CASE("loop ring: records overwritten before the copy are counted, the newes
     RecordRing::Readable readable = mirror.readable(scanned);
     CHECK(readable.taken_back);
     CHECK(readable.end == scanned); // nothing copied before the stretch
-    read = look(mirror, scanned);
+    read = looks(mirror, scanned, 2);
     REQUIRE(!read.stamps.empty());
     CHECK(read.stamps.back() == emitted);
     for (size_t i = 1; i < read.stamps.size(); ++i)
         CHECK(read.stamps[i] == read.stamps[i - 1] + 1);
     CHECK(read.stamps.size() * (PT_RECORD_HEADER_SIZE + kRecordData) > kRingBytes / 2);
     CHECK(overwritten == emitted - 1 - read.stamps.size());
+}
+
+// The report of what the programs overwrote must come before the records
+// that follow the stretch: those wait, unclaimed, until a look after the
+// one that found the stretch has counted it and the count was read.
+TEST_CASE("loop ring: the records past a stretch wait until its count is read", "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    const uint64_t emitted = 5000;
+    for (uint64_t stamp = 1; stamp <= emitted; ++stamp)
+        ring.emit(stamp);
+    mirror.refresh();
+    mirror.count_read(); // before the stretch was counted
+    RecordRing::Readable readable = mirror.readable(scanned);
+    REQUIRE(readable.taken_back);
+    scanned = readable.end;
+    for (int round = 0; round < 3; ++round) { // copied and counted, the count not read
+        mirror.refresh();
+        readable = mirror.readable(scanned);
+        CHECK(readable.end == scanned);
+        CHECK_FALSE(readable.claimed);
+        mirror.release(scanned);
+    }
+    Read read = looks(mirror, scanned, 1);
+    REQUIRE(!read.stamps.empty());
+    CHECK(read.stamps.back() == emitted);
+    CHECK(overwritten == emitted - read.stamps.size());
+}
+
+// The programs go on while the merge waits for the count: once the copy
+// has no room left, the records held are the ring's oldest, and go as the
+// programs' would, taken back; what is read in the end is the newest, and
+// every record is read or counted once.
+TEST_CASE("loop ring: records held past a stretch are taken back when the copy needs room",
+          "[loop-ring]")
+{
+    LoopRingWriter ring;
+    std::atomic<uint64_t> overwritten{0};
+    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    uint64_t scanned = mirror.released();
+    uint64_t stamp = 0, taken_back = 0;
+    for (int burst = 0; burst < 6; ++burst) {
+        for (int i = 0; i < 700; ++i) // most of the ring's room
+            ring.emit(++stamp);
+        mirror.refresh(); // the count is not read meanwhile
+        for (int round = 0; round < 4; ++round) {
+            RecordRing::Readable readable = mirror.readable(scanned);
+            if (!readable.taken_back)
+                break;
+            for (; scanned < readable.end; scanned += mirror.at(scanned).size)
+                taken_back += mirror.at(scanned).slot == RecordRing::Slot::Committed;
+            mirror.release(scanned);
+            mirror.refresh();
+        }
+    }
+    Read read = looks(mirror, scanned, 3);
+    REQUIRE(!read.stamps.empty());
+    CHECK(read.stamps.back() == stamp);
+    for (size_t i = 1; i < read.stamps.size(); ++i)
+        CHECK(read.stamps[i] == read.stamps[i - 1] + 1);
+    CHECK(taken_back > 0);
+    CHECK(overwritten + taken_back + read.stamps.size() == stamp);
 }

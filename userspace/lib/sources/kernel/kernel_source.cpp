@@ -51,6 +51,8 @@ SourceLosses KernelSource::losses()
     losses.unreported_switches = program_.unreported_switches();
     losses.refused_while_full = program_.refused_while_full();
     losses.overwritten = overwritten_.load(std::memory_order_relaxed);
+    for (LoopRingMirror *mirror : mirrors_)
+        mirror->count_read();
     notices_.place(ring_full_, losses.placed);
     return losses;
 }

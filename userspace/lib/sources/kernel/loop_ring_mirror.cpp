@@ -49,6 +49,7 @@ void LoopRingMirror::refresh()
 {
     if (!mirror_.valid())
         return;
+    ++looks_;
     uint64_t sequence = load_acquire(meta_->sequence);
     uint64_t head = load_acquire(meta_->head);
     Copied copied{frontier_, false, false};
@@ -143,6 +144,7 @@ void LoopRingMirror::pass_overwritten(uint64_t resume)
         }
     }
     gap_to_ = frontier_ = resume;
+    stretch_look_ = looks_;
 }
 
 // Every record numbered below `sequence` was reserved before the head this
@@ -161,11 +163,16 @@ void LoopRingMirror::account(uint64_t sequence)
     // passed the checks from counting a wrapped-around total.
     overwritten_.fetch_add(numbered - std::min(seen, numbered), std::memory_order_relaxed);
     counted_to_ = sequence;
+    accounted_look_ = looks_;
 }
 
 // A stretch overwritten comes first as taken back: the merge drops what it
 // holds and what was copied before the stretch; then the merge goes on
-// past it.
+// past it, once the records overwritten are counted and the count read (a
+// look after the one that found the stretch counted them). Meanwhile the
+// merge claims nothing here, which holds its safe point before the records
+// past the stretch and the report where the stretch was. Were they the
+// ring's oldest while the programs need room, they are taken back in turn.
 RecordRing::Readable LoopRingMirror::readable(uint64_t &scanned)
 {
     if (gap_from_ < gap_to_) {
@@ -176,6 +183,11 @@ RecordRing::Readable LoopRingMirror::readable(uint64_t &scanned)
         if (scanned < gap_from_)
             return {gap_from_, true, claimed_, false};
         scanned = gap_from_ = gap_to_;
+    }
+    if (stretch_unreported()) {
+        if (more_ && frontier_ > scanned)
+            return {frontier_, false, false, true};
+        return {scanned, more_, false, false};
     }
     return {frontier_, more_, claimed_, false};
 }

@@ -33,6 +33,10 @@ public:
 
     void refresh() override;
     Readable readable(uint64_t &scanned) override;
+    // The drain read the count of what the programs overwrote: the records
+    // past a stretch, held until then, may be read if the count includes
+    // the stretch's.
+    void count_read() { reported_look_ = accounted_look_; }
 
 private:
     struct Copied {
@@ -71,6 +75,14 @@ private:
     // merge yet when gap_from_ < gap_to_.
     uint64_t gap_from_ = 0, gap_to_ = 0;
     bool gap_signaled_ = false;
+    // The records past a stretch wait for its count to be read, so that the
+    // report of the records overwritten comes before them. Looks are
+    // numbered from 1; 0: none.
+    bool stretch_unreported() const { return stretch_look_ && reported_look_ <= stretch_look_; }
+    uint64_t looks_ = 0;
+    uint64_t stretch_look_ = 0;   // the latest look that found a stretch
+    uint64_t accounted_look_ = 0; // the latest look that counted every record numbered before it
+    uint64_t reported_look_ = 0;  // accounted_look_ when the count was last read
     // Numbers below `counted_to_` are accounted for; those of records
     // copied at or past it wait in `seen_`.
     uint64_t counted_to_ = 0;
