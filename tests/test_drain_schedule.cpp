@@ -82,3 +82,20 @@ TEST_CASE("drain schedule: dozes after quiet passes, tells the sources once, and
         CHECK_FALSE(schedule.next(recording()).starts_dozing);
     }
 }
+
+// A pass that looks at many idle rings is long where memory is slow: the
+// doze lengthens so that such passes take a fortieth of a CPU at most, and
+// never past the longest doze, however long a pass.
+TEST_CASE("drain schedule: a doze lengthens with the passes it separates", "[drain-schedule]")
+{
+    DrainSchedule schedule;
+    quiet_until_dozing(schedule);
+    schedule.pass_done(false, 50'000); // a few rings: the shortest doze
+    CHECK(schedule.next(recording()).ns == DrainSchedule::kDozingPeriodNs);
+    schedule.pass_done(false, 600'000); // a thousand lanes
+    CHECK(schedule.next(recording()).ns == 600'000 * DrainSchedule::kDozeToPassRatio);
+    schedule.pass_done(false, 10'000'000);
+    CHECK(schedule.next(recording()).ns == DrainSchedule::kLongestDozeNs);
+    schedule.pass_done(true, 10'000'000); // news: the period again
+    CHECK(schedule.next(recording()).ns == DrainSchedule::kPeriodNs);
+}

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -18,6 +19,12 @@ public:
     static constexpr uint64_t kFlushRetryNs = 50'000;
     static constexpr uint64_t kQuietPassesBeforeDozing = 16;
     static constexpr uint64_t kDozingPeriodNs = 5'000'000;
+    // A dozing drain's passes take at most this share of a CPU: a pass that
+    // looks at a thousand idle lanes costs half a millisecond where memory
+    // is slow to reach (a page and its TLB entry a lane), so the doze
+    // lengthens with it, up to kLongestDozeNs.
+    static constexpr uint64_t kDozeToPassRatio = 40;
+    static constexpr uint64_t kLongestDozeNs = 50'000'000;
 
     struct State {
         bool merge_behind = false;  // the last pass left records it had time to read
@@ -30,11 +37,21 @@ public:
         bool starts_dozing = false; // the sources are to be told
     };
     Sleep next(const State &state);
-    // A pass ended; whether it saw any ring's producer move.
-    void pass_done(bool found_new) { quiet_passes_ = found_new ? 0 : quiet_passes_ + 1; }
+    // A pass ended; whether it saw any ring's producer move, and how long
+    // it took.
+    void pass_done(bool found_new, uint64_t took_ns = 0)
+    {
+        quiet_passes_ = found_new ? 0 : quiet_passes_ + 1;
+        last_pass_ns_ = took_ns;
+    }
+    uint64_t doze_ns() const
+    {
+        return std::clamp(last_pass_ns_ * kDozeToPassRatio, kDozingPeriodNs, kLongestDozeNs);
+    }
 
 private:
     uint64_t quiet_passes_ = 0;
+    uint64_t last_pass_ns_ = 0;
     bool dozing_ = false;
 };
 
@@ -52,7 +69,7 @@ inline DrainSchedule::Sleep DrainSchedule::next(const State &state)
     }
     bool starts = !dozing_;
     dozing_ = true;
-    return {kDozingPeriodNs, starts};
+    return {doze_ns(), starts};
 }
 
 } // namespace posixtrace

@@ -42,7 +42,7 @@ void StreamDrain::pass()
     merge(now);
     last_pass_ns_ = now;
     ++passes_;
-    schedule_.pass_done(merger().found_new());
+    schedule_.pass_done(merger().found_new(), monotonic_now() - now);
     if (uint64_t owed = parts_.ledger.take_owed())
         queue_loss({0, owed, 0}, merger().last_delivered_ns());
     // A flush is done once nothing stamped before its time can come.
