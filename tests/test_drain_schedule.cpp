@@ -22,7 +22,7 @@ DrainSchedule::Sleep quiet_until_dozing(DrainSchedule &schedule)
         DrainSchedule::Sleep sleep = schedule.next(recording());
         REQUIRE(sleep.ns == DrainSchedule::kPeriodNs);
         REQUIRE_FALSE(sleep.starts_dozing);
-        schedule.pass_done(false);
+        schedule.pass_done(false, 0);
     }
     return schedule.next(recording());
 }
@@ -54,14 +54,14 @@ TEST_CASE("drain schedule: dozes after quiet passes, tells the sources once, and
     DrainSchedule::Sleep sleep = quiet_until_dozing(schedule);
     CHECK(sleep.ns == DrainSchedule::kDozingPeriodNs);
     CHECK(sleep.starts_dozing);
-    schedule.pass_done(false);
+    schedule.pass_done(false, 0);
     sleep = schedule.next(recording());
     CHECK(sleep.ns == DrainSchedule::kDozingPeriodNs);
     CHECK_FALSE(sleep.starts_dozing); // told already
 
     SECTION("a pass that found news")
     {
-        schedule.pass_done(true);
+        schedule.pass_done(true, 0);
         CHECK(schedule.next(recording()).ns == DrainSchedule::kPeriodNs);
         CHECK(quiet_until_dozing(schedule).starts_dozing); // told again next time
     }

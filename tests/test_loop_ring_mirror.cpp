@@ -141,14 +141,19 @@ Read looks(LoopRingMirror &mirror, uint64_t &scanned, int passes)
     return read;
 }
 
-} // namespace
-
-TEST_CASE("loop ring: records are read at their positions, padding passed", "[loop-ring]")
-{
+// A ring as the programs write it, and the mirror the merge reads it through.
+struct MirroredRing {
     LoopRingWriter ring;
     std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
+    LoopRingMirror mirror{ring.entry(), kRingBytes, kKey, overwritten};
     uint64_t scanned = mirror.released();
+};
+
+} // namespace
+
+TEST_CASE_METHOD(MirroredRing, "loop ring: records are read at their positions, padding passed",
+                 "[loop-ring]")
+{
     std::vector<uint64_t> stamps;
     for (uint64_t stamp = 1; stamp <= 300; ++stamp) { // past two chunks' ends
         ring.emit(stamp);
@@ -166,12 +171,10 @@ TEST_CASE("loop ring: records are read at their positions, padding passed", "[lo
     CHECK(overwritten == 0);
 }
 
-TEST_CASE("loop ring: a record being written holds the copy until it is committed", "[loop-ring]")
+TEST_CASE_METHOD(MirroredRing,
+                 "loop ring: a record being written holds the copy until it is committed",
+                 "[loop-ring]")
 {
-    LoopRingWriter ring;
-    std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
-    uint64_t scanned = mirror.released();
     ring.emit(1);
     uint64_t busy = ring.reserve();
     ring.write(busy, 2);
@@ -190,12 +193,9 @@ TEST_CASE("loop ring: a record being written holds the copy until it is committe
 // Between a program's reservation and its header, the ring holds what an
 // earlier round left there, which a traced process's payload can shape as
 // a committed header: without the stream's key in its tag it is not one.
-TEST_CASE("loop ring: a header a traced process's data forged is not read", "[loop-ring]")
+TEST_CASE_METHOD(MirroredRing, "loop ring: a header a traced process's data forged is not read",
+                 "[loop-ring]")
 {
-    LoopRingWriter ring;
-    std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
-    uint64_t scanned = mirror.released();
     ring.emit(1);
     uint64_t reserved = ring.reserve();
     ring.forge(reserved, reserved - kRingBytes); // a real header of the round before
@@ -219,13 +219,10 @@ TEST_CASE("loop ring: a header a traced process's data forged is not read", "[lo
 // The drain was late: the programs came round over records not copied. The
 // copy goes on with the newest, the merge drops what it held older than
 // the stretch, and every record overwritten is counted once.
-TEST_CASE("loop ring: records overwritten before the copy are counted, the newest read",
-          "[loop-ring]")
+TEST_CASE_METHOD(MirroredRing,
+                 "loop ring: records overwritten before the copy are counted, the newest read",
+                 "[loop-ring]")
 {
-    LoopRingWriter ring;
-    std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
-    uint64_t scanned = mirror.released();
     ring.emit(1);
     Read read = look(mirror, scanned);
     CHECK(read.stamps == std::vector<uint64_t>{1});
@@ -248,12 +245,9 @@ TEST_CASE("loop ring: records overwritten before the copy are counted, the newes
 // The report of what the programs overwrote must come before the records
 // that follow the stretch: those wait, unclaimed, until a look after the
 // one that found the stretch has counted it and the count was read.
-TEST_CASE("loop ring: the records past a stretch wait until its count is read", "[loop-ring]")
+TEST_CASE_METHOD(MirroredRing, "loop ring: the records past a stretch wait until its count is read",
+                 "[loop-ring]")
 {
-    LoopRingWriter ring;
-    std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
-    uint64_t scanned = mirror.released();
     const uint64_t emitted = 5000;
     for (uint64_t stamp = 1; stamp <= emitted; ++stamp)
         ring.emit(stamp);
@@ -279,13 +273,10 @@ TEST_CASE("loop ring: the records past a stretch wait until its count is read", 
 // has no room left, the records held are the ring's oldest, and go as the
 // programs' would, taken back; what is read in the end is the newest, and
 // every record is read or counted once.
-TEST_CASE("loop ring: records held past a stretch are taken back when the copy needs room",
-          "[loop-ring]")
+TEST_CASE_METHOD(MirroredRing,
+                 "loop ring: records held past a stretch are taken back when the copy needs room",
+                 "[loop-ring]")
 {
-    LoopRingWriter ring;
-    std::atomic<uint64_t> overwritten{0};
-    LoopRingMirror mirror(ring.entry(), kRingBytes, kKey, overwritten);
-    uint64_t scanned = mirror.released();
     uint64_t stamp = 0, taken_back = 0;
     for (int burst = 0; burst < 6; ++burst) {
         for (int i = 0; i < 700; ++i) // most of the ring's room
