@@ -270,7 +270,9 @@ struct pt_td_message {
  *   overtaken by the writers starts again.
  * - Every other record takes the next number of `sequence` (its low 32
  *   bits in the header's second word), after its reservation: the reader
- *   counts what was overwritten exactly from the numbers it did not see. */
+ *   counts what was overwritten exactly from the numbers it did not see.
+ * - A reservation that begins a quarter of the ring discards an empty
+ *   record in the CPU's BPF ring buffer, which wakes the drain. */
 struct pt_loop_header {
     __u32 length;   /* of what follows; with BPF_RINGBUF_BUSY_BIT, _DISCARD_BIT, PT_LOOP_PADDING */
     __u32 sequence; /* the record's number (low 32 bits); none for padding */

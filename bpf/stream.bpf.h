@@ -186,6 +186,25 @@ static __always_inline void loop_write_header(struct pt_loop_header *header, __u
     __sync_lock_test_and_set(&header->tag, position ^ loop_tag_key);
 }
 
+/* A loop ring makes no descriptor readable, so a drain dozing while a flood
+ * comes would find it only once it had overwritten what the stream had
+ * room for. The record (or padding) that begins a quarter of the ring wakes
+ * the drain through this CPU's BPF ring buffer, with an empty record
+ * discarded there, which the drain skips: four wakeups a round of the ring,
+ * the first with three quarters still to write. [head, end) is what the
+ * reservation covered. */
+static __always_inline void wake_at_loop_quarter(struct cpu_slot *slot, __u64 head, __u64 end)
+{
+    const __u64 quarter_mask = ~(loop_ring_bytes / 4 - 1);
+    void *nudge;
+
+    if ((head & ~quarter_mask) != 0 && (head & quarter_mask) == ((end - 1) & quarter_mask))
+        return;
+    nudge = bpf_ringbuf_reserve(slot->ring, 8, 0);
+    if (nudge)
+        bpf_ringbuf_discard(nudge, BPF_RB_FORCE_WAKEUP);
+}
+
 /* Reserves a record of `size` bytes (a constant) in this CPU's loop ring,
  * never across a chunk's end; the start of a chunk skipped to gets a
  * padding record over the end of the chunk before. Spans are multiples of
@@ -210,6 +229,7 @@ static __always_inline struct pt_record *loop_reserve(struct cpu_slot *slot, __u
     }
     if (!reserved)
         return NULL;
+    wake_at_loop_quarter(slot, head, start + span);
     if (start != head)
         loop_write_header(loop_header(slot->loop, head), head,
                           (__u32)(start - head - sizeof(struct pt_loop_header)) |

@@ -2,19 +2,24 @@
 // and after the tracer attached, read from its published name table; and
 // what a small stream keeps of a flood of its probes.
 #include "lanes_support.hpp"
+#include "posixtrace.h"
 #include "recording_support.hpp"
 #include "test_support.hpp"
 
+#include <bpf/bpf.h>
 #include <catch2/catch.hpp>
+#include <dirent.h>
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -190,6 +195,75 @@ TEST_CASE("by pid: a 64 KiB LOOP stream ends with the newest of a flood its drai
           "[bypid]")
 {
     loop_stream_ends_with_newest(Flood::DrainBehind);
+}
+
+namespace {
+
+// The bytes the programs have written so far to every BPF ring buffer of
+// the process's streams ("pt_ring"), from each ring's read-only producer
+// page: what they discarded counts too.
+uint64_t bytes_written_to_kernel_rings()
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    uint64_t written = 0;
+    DIR *fds = opendir("/proc/self/fd");
+    REQUIRE(fds != nullptr);
+    while (dirent *entry = readdir(fds)) {
+        int fd = std::atoi(entry->d_name);
+        bpf_map_info info{};
+        __u32 length = sizeof info;
+        if (fd <= 2 || bpf_obj_get_info_by_fd(fd, &info, &length) != 0 ||
+            info.type != BPF_MAP_TYPE_RINGBUF || std::string(info.name) != "pt_ring")
+            continue;
+        void *producer = mmap(nullptr, size_t(page), PROT_READ, MAP_SHARED, fd, page);
+        REQUIRE(producer != MAP_FAILED);
+        written += __atomic_load_n(static_cast<const uint64_t *>(producer), __ATOMIC_ACQUIRE);
+        munmap(producer, size_t(page));
+    }
+    closedir(fds);
+    return written;
+}
+
+} // namespace
+
+// A loop ring makes no descriptor readable: each quarter of it begun wakes
+// the drain through the CPU's BPF ring buffer, with an empty record (16
+// bytes there) discarded. So a flood makes one wakeup for every quarter
+// it fills, not one a record; nothing else writes those rings while the
+// child only fires its probe.
+TEST_CASE("by pid: a LOOP stream's loop ring wakes the drain at each quarter", "[bypid]")
+{
+    test_support::ChildConversation child({helper_path("tick_bursts")});
+    REQUIRE(child.read_line() == "ready\n");
+    test_support::Attr attr;
+    REQUIRE(posix_trace_attr_setstreamsize(attr.get(), 64 * 1024) == 0); // 256 KiB loop rings
+    REQUIRE(posix_trace_attr_setstreamfullpolicy(attr.get(), POSIX_TRACE_LOOP) == 0);
+    trace_id_t trid = 0;
+    REQUIRE(posix_trace_create(child.pid(), attr.get(), &trid) == 0);
+    test_support::StreamGuard stream(trid);
+    test_support::filter_thread_events(trid);
+    size_t attached = 0;
+    REQUIRE(posix_trace_usdt_attach(trid, "ticks:tick", &attached) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    uint64_t before = bytes_written_to_kernel_rings();
+    child.say(("0 1 " + std::to_string(kTicks) + " 0\n").c_str()); // 7 rounds of CPU 0's loop ring
+    REQUIRE(child.read_line() == "done\n");
+    uint64_t wakeups_bytes = bytes_written_to_kernel_rings() - before;
+    // A probe's record has a fixed size; records fill a chunk whole ones.
+    constexpr size_t kSpan = (sizeof(pt_loop_header) + PT_RECORD_HEADER_SIZE +
+                              PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8 + 15) &
+                             ~size_t(15);
+    constexpr size_t kChunksFilled = kTicks / (PT_LOOP_CHUNK_BYTES / kSpan);
+    constexpr size_t kQuartersFilled = kChunksFilled / (256 * 1024 / 4 / PT_LOOP_CHUNK_BYTES);
+    CHECK(wakeups_bytes % 16 == 0);
+    CHECK(wakeups_bytes / 16 >= kQuartersFilled);
+    CHECK(wakeups_bytes / 16 <= kQuartersFilled + 1);
+    posix_trace_stop(trid);
+    uint64_t newest = 0; // what the stream kept is still the newest
+    for (const test_support::Event &event : recording_support::read_everything(trid))
+        if (event.info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST)
+            newest = recording_support::payload_as<uint64_t>(event.data);
+    CHECK(newest == kTicks - 1);
 }
 
 TEST_CASE("by pid: a 64 KiB UNTIL_FULL stream given a flood of a process's probes keeps the oldest",

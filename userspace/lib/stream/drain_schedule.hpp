@@ -14,7 +14,8 @@ namespace posixtrace {
 // drain as its rings fill: RecordSource::doze), and any news ends the doze.
 class DrainSchedule {
 public:
-    // The BPF side wakes the drain earlier when a ring passes a quarter full.
+    // The BPF side wakes the drain earlier when a ring passes a quarter full
+    // (a loop ring: as each of its quarters begins).
     static constexpr uint64_t kPeriodNs = 1'000'000;
     static constexpr uint64_t kFlushRetryNs = 50'000;
     static constexpr uint64_t kQuietPassesBeforeDozing = 16;
