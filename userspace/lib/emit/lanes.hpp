@@ -41,8 +41,9 @@ struct Lane {
 // what the kernel side reads, and the list of lanes.
 struct LaneControl;
 
-// Nonzero while a stream takes the fast path: posix_trace_event() reads it
-// first, so an untraced call costs a load and a branch.
+// Nonzero while a stream that takes the fast path records (runs, or is
+// full and counts what it refuses): posix_trace_event() reads it first, so
+// an untraced call, or one to a suspended stream, costs a load and a branch.
 extern std::atomic<uint32_t> lanes_in_use;
 
 // Emits one user event into the calling thread's lane if a stream takes the

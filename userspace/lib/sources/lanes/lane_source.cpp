@@ -278,8 +278,7 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     // this stream's.
     control->chunk_rules.after_bytes.store(overwrite_after(loop_kept_bytes, budget_bytes),
                                            std::memory_order_relaxed);
-    control->attached.store(1, std::memory_order_release);
-    lanes_in_use.store(1, std::memory_order_release);
+    control->attached.store(1, std::memory_order_release); // still suspended
     return source;
 }
 
@@ -308,9 +307,11 @@ void LaneSource::doze()
     control_.chunk_rules.reader_dozing.store(1, std::memory_order_seq_cst);
 }
 
+// The state first: a call that finds the fast path open reads it again.
 void LaneSource::set_state(pt_stream_state state)
 {
     control_.state.store(uint32_t(state), std::memory_order_seq_cst);
+    lanes_in_use.store(state != PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
 }
 
 void LaneSource::set_filter(const trace_event_set_t &filtered)
