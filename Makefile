@@ -81,7 +81,7 @@ $(BUILD)/obj/userspace/lib/%.o: CXXFLAGS += -fvisibility=hidden
 # Tests that check files of the tree (the manual pages) find it here.
 $(BUILD)/obj/tests/%.o: CXXFLAGS += -DPOSIXTRACE_SOURCE_DIR=\"$(CURDIR)\"
 # The suites are scaffolding around the library, which stays at -O2: built
-# unoptimized they compile three to five times faster (most under ASan),
+# unoptimized they compile two to five times faster (five under ASan),
 # which keeps CI's two builds within its time.
 $(TEST_OBJS): CXXFLAGS += -O0
 
