@@ -58,6 +58,28 @@ TEST_CASE("lanes: a stream of its own process gets each user event once, with it
     check_timestamps_ordered(events);
 }
 
+// The library finds itself by the kernel's name of its mapping, not by the
+// path the dynamic linker found it at (relative with a relative
+// LD_LIBRARY_PATH, and wrong once the process changes directory); and it
+// reads its own semaphore, not the copy that the link of a program naming it
+// makes (which the kernel never raises: no event would be recorded).
+TEST_CASE("lanes: a program loaded by a relative library path and naming the semaphore gets "
+          "its events",
+          "[lanes][self-tracing]")
+{
+    std::string helper = helper_path("self_tracer");
+    std::string build = helper.substr(0, helper.rfind("/tests/helpers/"));
+    bool relative = GENERATE(false, true);
+    INFO((relative ? "LD_LIBRARY_PATH=lib, from the build directory" : "by its runpath"));
+    std::vector<std::string> argv{"/usr/bin/env", "-C", build};
+    if (relative)
+        argv.push_back("LD_LIBRARY_PATH=lib");
+    argv.push_back("tests/helpers/self_tracer");
+    ChildConversation child(argv);
+    CHECK(child.read_line() ==
+          (uprobe_path_forced() ? "semaphore 1 events 3\n" : "semaphore 0 events 3\n"));
+}
+
 TEST_CASE("lanes: 1,000 threads each emitting, merged in timestamp order", "[lanes][self-tracing]")
 {
     constexpr int kThreads = 1000, kEach = 20;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "emit/lanes.hpp"
 #include "events/stream_user_events.hpp"
 #include "stream/recording.hpp"
 #include "util/own_objects.hpp"
@@ -57,7 +58,9 @@ Recording::Plan Recording::plan_for(pid_t target, const Attributes &attributes)
     Plan plan;
     plan.target = target;
     if (target == getpid())
-        plan.binary = object_path_of(reinterpret_cast<void *>(&posix_trace_event));
+        // A function of the library's own: posix_trace_event's address, as
+        // the library sees it, may be a program's entry that calls it.
+        plan.binary = object_path_of(reinterpret_cast<void *>(&emit_to_lanes));
     else if ((plan.binary_file = user_event_object_of(target)))
         plan.binary = plan.binary_file->path();
     size_t ring_bytes = ring_bytes_for(attributes.stream_size);

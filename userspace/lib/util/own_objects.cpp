@@ -5,16 +5,19 @@
 
 #include <cstdint>
 
-namespace posixtrace {
+#include "util/process_files.hpp"
 
-std::string object_path_of(const void *address)
+namespace posixtrace {
+namespace {
+
+// The name the dynamic linker knows the object by: the path it was found
+// at, which is relative when LD_LIBRARY_PATH or a runpath was.
+std::string loaded_name_of(uintptr_t address)
 {
     struct Search {
         uintptr_t address;
         std::string path;
-        bool found;
-    } search{reinterpret_cast<uintptr_t>(address), {}, false};
-
+    } search{address, {}};
     dl_iterate_phdr(
         [](dl_phdr_info *info, size_t, void *data) {
             auto *s = static_cast<Search *>(data);
@@ -24,15 +27,27 @@ std::string object_path_of(const void *address)
                 if (ph.p_type == PT_LOAD && s->address >= start &&
                     s->address < start + ph.p_memsz) {
                     s->path = info->dlpi_name ? info->dlpi_name : "";
-                    s->found = true;
                     return 1;
                 }
             }
             return 0;
         },
         &search);
-    if (search.found && !search.path.empty())
-        return search.path;
+    return search.path;
+}
+
+} // namespace
+
+// The kernel's name of the mapping first: absolute, whatever the working
+// directory was when the object was loaded and is now.
+std::string object_path_of(const void *address)
+{
+    auto at = reinterpret_cast<uintptr_t>(address);
+    for (const MappedExecutable &mapping : list_mapped_executables(getpid()))
+        if (at >= mapping.start && at < mapping.end)
+            return mapping.name;
+    if (std::string loaded = loaded_name_of(at); loaded.starts_with('/'))
+        return loaded;
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     return n > 0 ? std::string(exe, size_t(n)) : std::string("/proc/self/exe");
