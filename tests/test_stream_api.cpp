@@ -484,6 +484,40 @@ TEST_CASE("filter: a filtered user event is not recorded, an unfiltered one is",
           std::vector<trace_event_id_t>{POSIX_TRACE_START, b, POSIX_TRACE_STOP});
 }
 
+TEST_CASE("filter: a filter ends with its stream; a type let through again is recorded again",
+          "[stream][self-tracing]")
+{
+    trace_event_id_t a = user_event("stream_api.filtered_then_not");
+    trace_event_set_t only_a = make_set({a}), none = make_set({});
+    {
+        auto earlier = make_stream();
+        REQUIRE(posix_trace_set_filter(earlier.get(), &only_a, POSIX_TRACE_SET_EVENTSET) == 0);
+        REQUIRE(posix_trace_start(earlier.get()) == 0);
+        posix_trace_event(a, "0", 1);
+        REQUIRE(posix_trace_stop(earlier.get()) == 0);
+        std::this_thread::sleep_for(10ms);
+        CHECK(ids_of(read_available(earlier.get())) ==
+              std::vector<trace_event_id_t>{POSIX_TRACE_START, POSIX_TRACE_STOP});
+    }
+    auto stream = make_stream();
+    trace_id_t trid = stream.get();
+    REQUIRE(posix_trace_start(trid) == 0);
+    posix_trace_event(a, "1", 1);
+    REQUIRE(posix_trace_set_filter(trid, &only_a, POSIX_TRACE_SET_EVENTSET) == 0);
+    posix_trace_event(a, "2", 1);
+    REQUIRE(posix_trace_set_filter(trid, &none, POSIX_TRACE_SET_EVENTSET) == 0);
+    posix_trace_event(a, "3", 1);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    std::this_thread::sleep_for(10ms);
+
+    auto events = read_available(trid);
+    REQUIRE(ids_of(events) == std::vector<trace_event_id_t>{POSIX_TRACE_START, a,
+                                                            POSIX_TRACE_FILTER, POSIX_TRACE_FILTER,
+                                                            a, POSIX_TRACE_STOP});
+    CHECK(std::string(events[1].data.begin(), events[1].data.end()) == "1");
+    CHECK(std::string(events[4].data.begin(), events[4].data.end()) == "3");
+}
+
 TEST_CASE("filter: a change while running records posix_trace_filter, none while suspended",
           "[stream][self-tracing]")
 {

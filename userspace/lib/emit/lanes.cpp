@@ -20,7 +20,7 @@
 
 namespace posixtrace {
 
-std::atomic<uint32_t> lanes_in_use{0};
+constinit LaneGate lane_gate;
 std::atomic<LaneControl *> control_page{nullptr};
 std::mutex attach_mutex;
 
@@ -283,9 +283,9 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
     if (!control || !control->attached.load(std::memory_order_acquire) ||
         event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
         return;
-    // What a filtered event costs: these loads. A suspended stream's calls
-    // stop at lanes_in_use, but for one that read the flag just before it
-    // fell (both are read again once the record is stamped).
+    // A suspended stream's calls, and those of types it filters out, stop
+    // at the gate, but for one that read it just before it changed (both
+    // are read again once the record is stamped).
     uint32_t state = control->state.load(std::memory_order_acquire);
     if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
         return;

@@ -41,10 +41,25 @@ struct Lane {
 // what the kernel side reads, and the list of lanes.
 struct LaneControl;
 
-// Nonzero while a stream that takes the fast path records (runs, or is
-// full and counts what it refuses): posix_trace_event() reads it first, so
-// an untraced call, or one to a suspended stream, costs a load and a branch.
-extern std::atomic<uint32_t> lanes_in_use;
+// What posix_trace_event() reads before it calls into the lanes: whether a
+// stream that takes the fast path records (runs, or is full and counts what
+// it refuses), and the user event types its filter drops, mirrored from the
+// control's filter. An untraced call, one to a suspended stream and one of
+// a type filtered out each cost a few loads and branches, and no call.
+// Only a hint: the emit path checks the control again.
+struct alignas(64) LaneGate {
+    std::atomic<uint32_t> open{0};
+    std::atomic<uint64_t> filtered[PT_EVENT_USDT_FIRST / 64]{};
+
+    // No user event of type `id` is recorded: the lanes' stream filters it
+    // out, or it is no user event type.
+    bool shut_for(trace_event_id_t id) const
+    {
+        return id >= PT_EVENT_USDT_FIRST ||
+               ((filtered[id / 64].load(std::memory_order_relaxed) >> (id % 64)) & 1);
+    }
+};
+extern LaneGate lane_gate;
 
 // Emits one user event into the calling thread's lane if a stream takes the
 // fast path. Async-signal-safe; no lock, no system call once the thread has

@@ -259,6 +259,8 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     control->state.store(PT_STREAM_SUSPENDED, std::memory_order_relaxed);
     for (auto &word : control->filter)
         word.store(0, std::memory_order_relaxed);
+    for (auto &word : lane_gate.filtered)
+        word.store(0, std::memory_order_relaxed);
     control->generation.fetch_add(1, std::memory_order_seq_cst);
 
     auto source = std::make_unique<LaneSource>(*control);
@@ -290,7 +292,7 @@ LaneSource::~LaneSource()
     control_.chunk_rules.reader_dozing.store(0, std::memory_order_relaxed);
     control_.chunk_rules.after_bytes.store(0, std::memory_order_relaxed);
     control_.attached.store(0, std::memory_order_release);
-    lanes_in_use.store(0, std::memory_order_release);
+    lane_gate.open.store(0, std::memory_order_release);
     control_.chunks.release_free_pages(); // a burst's memory is not kept for the next stream
 }
 
@@ -311,7 +313,7 @@ void LaneSource::doze()
 void LaneSource::set_state(pt_stream_state state)
 {
     control_.state.store(uint32_t(state), std::memory_order_seq_cst);
-    lanes_in_use.store(state != PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
+    lane_gate.open.store(state != PT_STREAM_SUSPENDED, std::memory_order_seq_cst);
 }
 
 void LaneSource::set_filter(const trace_event_set_t &filtered)
@@ -319,6 +321,8 @@ void LaneSource::set_filter(const trace_event_set_t &filtered)
     static_assert(sizeof(filtered.__bits) == sizeof(control_.filter));
     for (size_t i = 0; i < std::size(control_.filter); ++i)
         control_.filter[i].store(uint64_t(filtered.__bits[i]), std::memory_order_relaxed);
+    for (size_t i = 0; i < std::size(lane_gate.filtered); ++i)
+        lane_gate.filtered[i].store(uint64_t(filtered.__bits[i]), std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst); // before the caller's stamp
 }
 
