@@ -225,10 +225,11 @@ test:
 	@$(MAKE) --no-print-directory all
 	@scripts/run-tests.sh $(TESTS)
 
+# Builds only what it runs (the library and the demo), on every CPU.
 demo:
 	@scripts/install-deps.sh
 	@scripts/mount-tracefs.sh
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) $(BUILD)/examples/demo
 	$(BUILD)/examples/demo
 
 # docs/report-example.png: the report of a program with 20 named threads,

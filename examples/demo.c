@@ -1,10 +1,15 @@
 /* The posixtrace demo: a process traces itself. Three threads emit user
  * events; the main thread reads them back with the POSIX getnext calls and
- * prints them. Run it with `make demo` (needs root for BPF). */
+ * prints them, with the thread events the kernel recorded meanwhile (the
+ * threads created, run, put to sleep and ended). Run it with `make demo`
+ * (needs root for BPF). */
 #include <errno.h>
+#include <posix_trace/events.h>
+#include <posix_trace/thread_db.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <trace.h>
 #include <unistd.h>
 
@@ -29,6 +34,58 @@ static void *worker(void *arg)
         posix_trace_event(ev_reply, &i, sizeof i);
     }
     return NULL;
+}
+
+/* A thread event's data: which thread, named how, on which CPU, and the
+ * values the event type gives (<posix_trace/thread_db.h> says what they
+ * are), under the names `posixtrace record` prints them with. */
+static void print_thread_event(td_event_e event, const struct td_event_data *td)
+{
+    printf("thread=%d name=\"%.15s\" cpu=%u", td->tid, td->name, td->cpu);
+    unsigned long long value = td->value, value2 = td->value2;
+    int status = (int)td->value;
+    switch (event) {
+    case TD_READY:
+        printf(" waker=%llu target_cpu=%llu", value, value2);
+        break;
+    case TD_SLEEP:
+    case TD_SWITCHFROM:
+        printf(" state=%llu next=%llu", value, value2);
+        break;
+    case TD_PREEMPT:
+        printf(" next=%llu", value2);
+        break;
+    case TD_SWITCHTO:
+        printf(" previous=%llu", value);
+        break;
+    case TD_LOCK_TRY:
+        printf(" futex=0x%llx op=%llu", value, value2);
+        break;
+    case TD_TIMEOUT:
+        printf(" futex=0x%llx", value);
+        break;
+    case TD_CATCHSIG:
+        printf(" signal=%llu si_code=%d", value, (int)(int32_t)value2);
+        break;
+    case TD_CREATE:
+        printf(" new_thread=%llu new_pthread=0x%llx", value, value2);
+        break;
+    case TD_DEATH:
+        if (WIFSIGNALED(status))
+            printf(" signal=%d", WTERMSIG(status));
+        else
+            printf(" exit_code=%d", WEXITSTATUS(status));
+        break;
+    case TD_PRI_INHERIT:
+        printf(" priority=%llu kernel_priority=%llu", value, value2);
+        break;
+    case TD_CONCURRENCY:
+        printf(" threads=%llu", value);
+        break;
+    default:
+        break;
+    }
+    printf("\n");
 }
 
 int main(void)
@@ -81,6 +138,20 @@ int main(void)
             int seq;
             memcpy(&seq, data, sizeof seq);
             printf("seq=%d\n", seq);
+        } else if (POSIX_TRACE_TD_EVENT_OF(info.posix_event_id) != 0 &&
+                   len == sizeof(struct td_event_data)) {
+            struct td_event_data td;
+            memcpy(&td, data, sizeof td);
+            print_thread_event(POSIX_TRACE_TD_EVENT_OF(info.posix_event_id), &td);
+        } else if (info.posix_event_id == POSIX_TRACE_STOP &&
+                   len == sizeof(struct posix_trace_stop_data)) {
+            struct posix_trace_stop_data stop;
+            memcpy(&stop, data, sizeof stop);
+            printf("%s\n", stop.cause == POSIX_TRACE_STOP_BY_CALL
+                               ? "by posix_trace_stop"
+                               : "the stream or its log is full");
+        } else if (len == 0) {
+            printf("\n");
         } else {
             printf("%zu bytes\n", len);
         }

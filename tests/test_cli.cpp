@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iterator>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,7 +35,8 @@ const char *kAuditScript =
 TEST_CASE("cli: record -- CMD traces the command from its first instruction", "[cli]")
 {
     Run run = run_cli(std::string("record --events usdt:python:audit,usdt:python:gc__start "
-                                  "-- /usr/bin/python3.11 -c ") + kAuditScript);
+                                  "-- /usr/bin/python3.11 -c ") +
+                      kAuditScript);
     CHECK(run.status == 3); // the command's own exit status
     auto lines = run.lines();
     // 1,000 from the script, more from the interpreter's own start-up audits.
@@ -47,7 +48,8 @@ TEST_CASE("cli: record -- CMD traces the command from its first instruction", "[
 TEST_CASE("cli: record --json prints one object a line with the contract's keys", "[cli]")
 {
     Run run = run_cli(std::string("record --json --events usdt:python:audit,system -- "
-                                  "/usr/bin/python3.11 -c ") + kAuditScript);
+                                  "/usr/bin/python3.11 -c ") +
+                      kAuditScript);
     auto lines = run.lines();
     REQUIRE(lines.size() >= 1002);
     for (const auto &line : lines) {
@@ -78,7 +80,8 @@ TEST_CASE("cli: bad input gives one line on stderr and a non-zero status", "[cli
         {"record -p 999999", "posixtrace: no process 999999", 1},
         {"record -p 2", "kernel thread", 1},
         {"record --events bogus -- /bin/true", "unknown event class 'bogus'", 1},
-        {"record --events usdt:python:nope -- /usr/bin/python3.11 -c pass", "no USDT probe python:nope", 1},
+        {"record --events usdt:python:nope -- /usr/bin/python3.11 -c pass",
+         "no USDT probe python:nope", 1},
         {"record -- /nonexistent/command", "cannot run /nonexistent/command", 127},
         {"record", "give -p PID or -- COMMAND", 1},
         {"probes /etc/passwd", "not an ELF file", 1},
@@ -119,7 +122,8 @@ TEST_CASE("cli: probes lists a binary's USDT probes", "[cli]")
 TEST_CASE("cli: record --usdt-arg-str decodes python:audit's event name in the kernel", "[cli]")
 {
     Run run = run_cli(std::string("record --events usdt:python:audit --usdt-arg-str python:audit:0 "
-                                  "-- /usr/bin/python3.11 -c ") + kAuditScript);
+                                  "-- /usr/bin/python3.11 -c ") +
+                      kAuditScript);
     CHECK(run.status == 3);
     // Every one of the script's 1,000 events, none missed, none extra.
     CHECK(count_containing(run.lines(), "str=\"posixtrace.test\"") == 1000);
@@ -176,8 +180,8 @@ TEST_CASE("cli: record --inherit follows children across fork and exec", "[cli]"
 TEST_CASE("cli: record --events td prints the thread events with their decoded fields", "[cli]")
 {
     // churn 1: a "keeper" thread and a wave of 50 threads, all joined.
-    Run run = run_cli("record --events td:create,td:death,td:concurrency -- " + helper_path("thread_workload") +
-                      " churn 1");
+    Run run = run_cli("record --events td:create,td:death,td:concurrency -- " +
+                      helper_path("thread_workload") + " churn 1");
     CHECK(run.status == 0);
     auto lines = run.lines();
     CHECK(count_containing(lines, " td_create ") == 51);
@@ -188,7 +192,8 @@ TEST_CASE("cli: record --events td prints the thread events with their decoded f
     CHECK(count_containing(lines, " threads=52") == 1); // the peak
     CHECK(run.err.find("posixtrace: 206 events, 0 lost") != std::string::npos);
 
-    Run json = run_cli("record --json --events td:create -- " + helper_path("thread_workload") + " churn 1");
+    Run json = run_cli("record --json --events td:create -- " + helper_path("thread_workload") +
+                       " churn 1");
     lines = json.lines();
     REQUIRE(lines.size() == 51);
     CHECK(count_containing(lines, "\"event\":\"td_create\"") == 51);
@@ -256,15 +261,17 @@ TEST_CASE("cli: threads prints every thread of a command that creates and ends 1
 TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[cli]")
 {
     const std::string session = "posixtrace-test-" + std::to_string(getpid());
-    std::string command = cli_path() + " threads -- " + helper_path("thread_workload") + " churn 8; sleep 30";
-    REQUIRE(std::system(("tmux new-session -d -s " + session + " -x 80 -y 24 \"" + command + "\"").c_str()) == 0);
+    std::string command =
+        cli_path() + " threads -- " + helper_path("thread_workload") + " churn 8; sleep 30";
+    REQUIRE(std::system(("tmux new-session -d -s " + session + " -x 80 -y 24 \"" + command + "\"")
+                            .c_str()) == 0);
     auto capture = [&] { return shell_output("tmux capture-pane -p -t " + session); };
 
     std::string live; // a screen with both the keeper and a wave of workers alive
     for (int tries = 0; tries < 200 && live.empty(); ++tries) {
         std::string screen = capture();
-        if (screen.find(" keeper ") != std::string::npos && screen.find(" churn-") != std::string::npos &&
-            screen.find(" new") != std::string::npos)
+        if (screen.find(" keeper ") != std::string::npos &&
+            screen.find(" churn-") != std::string::npos && screen.find(" new") != std::string::npos)
             live = screen;
         else
             usleep(50000);
@@ -285,8 +292,9 @@ TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[
     CHECK(screen[0].find("posixtrace threads: pid ") == 0);
     CHECK(screen[0].find("(thread_workload)") != std::string::npos);
     CHECK(screen[1].find("threads: live ") == 0);
-    CHECK(live.find("    TID NAME            S CPU     RUN s      VOL    INVOL    SIG   LOCK MARK") !=
-          std::string::npos);
+    CHECK(
+        live.find("    TID NAME            S CPU     RUN s      VOL    INVOL    SIG   LOCK MARK") !=
+        std::string::npos);
     auto rows = thread_rows(screen);
     CHECK(rows.size() >= 3);
     for (const auto &row : rows) {
@@ -305,9 +313,9 @@ TEST_CASE("cli: record -o writes a trace log that dump reads after the command e
     int fd = mkstemp(path);
     REQUIRE(fd >= 0);
     close(fd);
-    Run record = run_cli(std::string("record -o ") + path +
-                         " --events usdt:python:audit,system -- /usr/bin/python3.11 -c " +
-                         kAuditScript);
+    Run record =
+        run_cli(std::string("record -o ") + path +
+                " --events usdt:python:audit,system -- /usr/bin/python3.11 -c " + kAuditScript);
     CHECK(record.status == 3); // the command's own exit status
     CHECK(record.out.empty()); // the events went to the log
     CHECK(record.err.find("trace log") != std::string::npos);
@@ -342,13 +350,12 @@ TEST_CASE("cli: events come in timestamp order, thread events woken from interru
 {
     // Timer wakeups run in interrupts, nested in whatever BPF program was
     // recording on that CPU: the stream must still deliver in order.
-    const char *script =
-        "\"import threading, time\n"
-        "def work():\n"
-        "    for i in range(600000):\n"
-        "        if i % 500 == 0: time.sleep(0.0001)\n"
-        "ts = [threading.Thread(target=work) for _ in range(3)]\n"
-        "[t.start() for t in ts]; [t.join() for t in ts]\"";
+    const char *script = "\"import threading, time\n"
+                         "def work():\n"
+                         "    for i in range(600000):\n"
+                         "        if i % 500 == 0: time.sleep(0.0001)\n"
+                         "ts = [threading.Thread(target=work) for _ in range(3)]\n"
+                         "[t.start() for t in ts]; [t.join() for t in ts]\"";
     Run run = run_cli(std::string("record --json --events td -- /usr/bin/python3.11 -c ") + script);
     REQUIRE(run.status == 0);
     auto lines = run.lines();
@@ -363,4 +370,30 @@ TEST_CASE("cli: events come in timestamp order, thread events woken from interru
         previous = std::max(previous, ts);
     }
     CHECK(out_of_order == 0);
+}
+
+TEST_CASE("demo: prints its user events and its thread events decoded", "[cli]")
+{
+    std::string demo = cli_path();
+    demo.replace(demo.rfind("/bin/posixtrace"), std::string::npos, "/examples/demo");
+    Run run = run_shell(demo);
+    REQUIRE(run.status == 0);
+    auto lines = run.lines();
+    CHECK(count_containing(lines, " demo:request ") == 12);
+    CHECK(count_containing(lines, "\"job ") == 12);
+    CHECK(count_containing(lines, " demo:reply ") == 12);
+    size_t created = 0, ended = 0;
+    for (const auto &line : lines) {
+        CHECK(line.find(" bytes") == std::string::npos); // every event's data decoded
+        if (line.find(" td_create ") != std::string::npos) {
+            CHECK(line.find(" new_thread=") != std::string::npos);
+            ++created;
+        }
+        if (line.find(" td_death ") != std::string::npos) {
+            CHECK(line.find(" exit_code=0") != std::string::npos);
+            ++ended;
+        }
+    }
+    CHECK(created == 3); // the three workers
+    CHECK(ended == 3);
 }
