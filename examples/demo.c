@@ -150,6 +150,13 @@ int main(void)
             printf("%s\n", stop.cause == POSIX_TRACE_STOP_BY_CALL
                                ? "by posix_trace_stop"
                                : "the stream or its log is full");
+        } else if (info.posix_event_id == POSIX_TRACE_OVERFLOW &&
+                   len == sizeof(struct posix_trace_overflow_data)) {
+            struct posix_trace_overflow_data lost;
+            memcpy(&lost, data, sizeof lost);
+            printf("lost=%llu in_kernel=%llu in_stream=%llu\n", (unsigned long long)lost.lost,
+                   (unsigned long long)lost.lost_in_kernel,
+                   (unsigned long long)lost.lost_in_stream);
         } else if (len == 0) {
             printf("\n");
         } else {

@@ -382,18 +382,19 @@ TEST_CASE("demo: prints its user events and its thread events decoded", "[cli]")
     CHECK(count_containing(lines, " demo:request ") == 12);
     CHECK(count_containing(lines, "\"job ") == 12);
     CHECK(count_containing(lines, " demo:reply ") == 12);
-    size_t created = 0, ended = 0;
+    size_t created = 0;
     for (const auto &line : lines) {
         CHECK(line.find(" bytes") == std::string::npos); // every event's data decoded
         if (line.find(" td_create ") != std::string::npos) {
             CHECK(line.find(" new_thread=") != std::string::npos);
             ++created;
         }
-        if (line.find(" td_death ") != std::string::npos) {
+        if (line.find(" td_concurrency ") != std::string::npos)
+            CHECK(line.find(" threads=") != std::string::npos);
+        // Not counted: the kernel wakes the joining thread before the exit's
+        // tracepoint, so the last worker's death may come after the stop.
+        if (line.find(" td_death ") != std::string::npos)
             CHECK(line.find(" exit_code=0") != std::string::npos);
-            ++ended;
-        }
     }
-    CHECK(created == 3); // the three workers
-    CHECK(ended == 3);
+    CHECK(created == 3); // the three workers, reported as each is made
 }

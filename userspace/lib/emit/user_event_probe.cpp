@@ -23,14 +23,14 @@
 extern "C" {
 __attribute__((visibility("default"),
                section(".probes"))) unsigned short posix_trace_event_semaphore;
-extern unsigned short own_event_semaphore
+extern unsigned short posixtrace_own_event_semaphore
     __attribute__((visibility("hidden"), alias("posix_trace_event_semaphore")));
 }
 
 POSIXTRACE_EXPORT __attribute__((noinline)) void
 posix_trace_event(trace_event_id_t event_id, const void *__restrict data, size_t data_len)
 {
-    if (__builtin_expect(own_event_semaphore != 0, 0)) {
+    if (__builtin_expect(posixtrace_own_event_semaphore != 0, 0)) {
         // The BPF program reads: id, data pointer, length, caller address.
         // The caller's address is forced into a register: as a stack operand
         // it would cost the BPF side a user memory read per event.

@@ -39,16 +39,19 @@ std::string loaded_name_of(uintptr_t address)
 } // namespace
 
 // The kernel's name of the mapping first: absolute, whatever the working
-// directory was when the object was loaded and is now.
+// directory was when the object was loaded and is now. Where the maps do
+// not list it (a file deleted since, past the listing's cap), the dynamic
+// linker's name, even relative: a name that leads nowhere costs the lanes,
+// another object's name would cost every event twice.
 std::string object_path_of(const void *address)
 {
     auto at = reinterpret_cast<uintptr_t>(address);
     for (const MappedExecutable &mapping : list_mapped_executables(getpid()))
         if (at >= mapping.start && at < mapping.end)
             return mapping.name;
-    if (std::string loaded = loaded_name_of(at); loaded.starts_with('/'))
+    if (std::string loaded = loaded_name_of(at); !loaded.empty())
         return loaded;
-    char exe[4096];
+    char exe[4096]; // the program itself: the dynamic linker names it ""
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     return n > 0 ? std::string(exe, size_t(n)) : std::string("/proc/self/exe");
 }
