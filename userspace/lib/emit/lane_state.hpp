@@ -21,11 +21,11 @@ constexpr uint32_t kChunksOfOneLane = 8192;
 static_assert(kLaneChunkBytes >= PT_DATA_SIZE_LIMIT + sizeof(pt_record) + 8);
 
 // In a page of its own that a child of fork sees zeroed (MADV_WIPEONFORK):
-// the lanes are the parent's, and so is the stream.
+// the lanes are the parent's, and so is the stream. The stream's filter is
+// the gate's (LaneGate): a child passes it, then stops at `attached`.
 struct LaneControl {
     std::atomic<uint32_t> attached{0};
     std::atomic<uint32_t> state{PT_STREAM_SUSPENDED};
-    std::atomic<uint64_t> filter[PT_FILTER_WORDS]{};
     // Changes at every attach and detach: a record reserved under one
     // stream is never committed under the next.
     std::atomic<uint64_t> generation{0};

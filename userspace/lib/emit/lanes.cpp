@@ -84,9 +84,9 @@ const bool forks_watched = [] {
 
 // ---- the emit path -------------------------------------------------------
 
-bool filtered(const LaneControl &control, trace_event_id_t id)
+bool filtered(trace_event_id_t id)
 {
-    return (control.filter[id / 64].load(std::memory_order_relaxed) >> (id % 64)) & 1;
+    return lane_gate.shut_for(id);
 }
 
 // CLOCK_MONOTONIC, as bpf_ktime_get_ns reads it. The state read after the
@@ -183,9 +183,9 @@ void record_in_lane(LaneControl &control, uint32_t state, ThreadLanes &me, unsig
     }
     record->timestamp_ns = stamp_now();
     state = control.state.load(std::memory_order_acquire);
-    if (state != PT_STREAM_RUNNING || filtered(control, id) ||
+    if (state != PT_STREAM_RUNNING || filtered(id) ||
         control.generation.load(std::memory_order_acquire) != generation) {
-        if (state == PT_STREAM_FULL && !filtered(control, id) &&
+        if (state == PT_STREAM_FULL && !filtered(id) &&
             control.generation.load(std::memory_order_relaxed) == generation)
             control.refused_full.fetch_add(1, std::memory_order_relaxed);
         lane->ring.discard(record);
@@ -281,13 +281,13 @@ void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len,
 {
     LaneControl *control = control_page.load(std::memory_order_acquire);
     if (!control || !control->attached.load(std::memory_order_acquire) ||
-        event_id < PT_EVENT_USER_FIRST || event_id >= PT_EVENT_USDT_FIRST)
+        event_id < PT_EVENT_USER_FIRST)
         return;
-    // A suspended stream's calls, and those of types it filters out, stop
-    // at the gate, but for one that read it just before it changed (both
-    // are read again once the record is stamped).
+    // A suspended stream's calls stop at the gate, but for one that read it
+    // just before it closed (the state and the filter are read again once
+    // the record is stamped).
     uint32_t state = control->state.load(std::memory_order_acquire);
-    if (state == PT_STREAM_SUSPENDED || filtered(*control, event_id))
+    if (state == PT_STREAM_SUSPENDED)
         return;
     emit_recorded(control, state, event_id, data, data_len, caller);
 }

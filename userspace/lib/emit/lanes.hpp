@@ -43,10 +43,10 @@ struct LaneControl;
 
 // What posix_trace_event() reads before it calls into the lanes: whether a
 // stream that takes the fast path records (runs, or is full and counts what
-// it refuses), and the user event types its filter drops, mirrored from the
-// control's filter. An untraced call, one to a suspended stream and one of
-// a type filtered out each cost a few loads and branches, and no call.
-// Only a hint: the emit path checks the control again.
+// it refuses), and the user event types its filter drops. An untraced call,
+// one to a suspended stream and one of a type filtered out each cost a few
+// loads and branches, and no call. The emit path reads the filter here
+// again once the record is stamped.
 struct alignas(64) LaneGate {
     std::atomic<uint32_t> open{0};
     std::atomic<uint64_t> filtered[PT_EVENT_USDT_FIRST / 64]{};
@@ -62,8 +62,8 @@ struct alignas(64) LaneGate {
 extern LaneGate lane_gate;
 
 // Emits one user event into the calling thread's lane if a stream takes the
-// fast path. Async-signal-safe; no lock, no system call once the thread has
-// its lane.
+// fast path; the caller found the gate open for its type. Async-signal-safe;
+// no lock, no system call once the thread has its lane.
 void emit_to_lanes(trace_event_id_t event_id, const void *data, size_t data_len, void *caller);
 
 } // namespace posixtrace

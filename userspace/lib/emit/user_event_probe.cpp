@@ -2,8 +2,8 @@
 // event) guarded by its semaphore: the kernel raises the semaphore in every
 // process a stream traces by pid. A stream of the calling process takes its
 // events from the process's lanes instead (emit/lanes.hpp). Untraced, a call
-// costs two loads and two branches; filtered out by
-// the lanes' stream, two more.
+// costs two loads and two branches; one the lanes' stream filters out, two
+// more.
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 #include <trace.h>

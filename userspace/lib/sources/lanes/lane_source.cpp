@@ -257,8 +257,6 @@ std::unique_ptr<LaneSource> LaneSource::attach(size_t budget_bytes, uint32_t max
     control->max_data_size.store(std::min<uint32_t>(max_data_size, PT_DATA_SIZE_LIMIT),
                                  std::memory_order_relaxed);
     control->state.store(PT_STREAM_SUSPENDED, std::memory_order_relaxed);
-    for (auto &word : control->filter)
-        word.store(0, std::memory_order_relaxed);
     for (auto &word : lane_gate.filtered)
         word.store(0, std::memory_order_relaxed);
     control->generation.fetch_add(1, std::memory_order_seq_cst);
@@ -318,9 +316,7 @@ void LaneSource::set_state(pt_stream_state state)
 
 void LaneSource::set_filter(const trace_event_set_t &filtered)
 {
-    static_assert(sizeof(filtered.__bits) == sizeof(control_.filter));
-    for (size_t i = 0; i < std::size(control_.filter); ++i)
-        control_.filter[i].store(uint64_t(filtered.__bits[i]), std::memory_order_relaxed);
+    static_assert(sizeof(lane_gate.filtered) <= sizeof(trace_event_set_t::__bits));
     for (size_t i = 0; i < std::size(lane_gate.filtered); ++i)
         lane_gate.filtered[i].store(uint64_t(filtered.__bits[i]), std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst); // before the caller's stamp
