@@ -56,7 +56,7 @@ STRESS_OBJS  := $(STRESS_SRCS:%.cpp=$(BUILD)/obj/%.o)
 STRESS_SECONDS ?= 300
 RPATH        := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all test demo bench install clean deps format stress report-example
+.PHONY: all test demo bench install clean deps format stress report-example deb
 all: $(SHLIB) $(STLIB) $(CLI) $(TESTS) $(STRESS) $(EXAMPLE_BINS) $(BENCH_BINS)
 
 deps:
@@ -94,10 +94,17 @@ $(STLIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# The CLI uses the library's C++ classes, so it links the static archive.
+# The CLI uses the library's C++ classes, so it links the static archive;
+# push talks HTTP(S) through libcurl.
 $(CLI): $(CLI_OBJS) $(STLIB)
 	@mkdir -p $(@D)
-	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB)
+	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STLIB) $(LDLIBS_LIB) -lcurl
+
+# The ClickHouse schema is installed as it is and built into push.
+$(BUILD)/gen/clickhouse_schema.inc: share/clickhouse.sql
+	@mkdir -p $(@D)
+	{ printf 'R"schema('; cat $<; printf ')schema"\n'; } > $@
+$(BUILD)/obj/userspace/cli/push/clickhouse_schema.o: $(BUILD)/gen/clickhouse_schema.inc
 
 # The tests link the CLI's export writers and the report's page to test
 # them on synthetic events,
@@ -145,7 +152,8 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/events/stream_user_events.o \
                  $(BUILD)/obj/userspace/lib/events/event_names.o \
                  $(BUILD)/obj/userspace/lib/events/remote_user_events.o \
-                 $(BUILD)/obj/userspace/lib/attributes/attributes.o
+                 $(BUILD)/obj/userspace/lib/attributes/attributes.o \
+                 $(BUILD)/obj/userspace/lib/attributes/trace_origin.o
 $(TESTS): $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) $(SHLIB) $(EXAMPLE_BINS) $(HELPER_BINS) $(STRESS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $(TEST_OBJS) $(TEST_CLI_OBJS) $(TEST_LIB_OBJS) -L$(BUILD)/lib -lposixtrace $(RPATH) -lbpf -lelf -ldeflate -lz -pthread
@@ -272,8 +280,14 @@ install: all
 	for page in man/*.[137]; do \
 	    install -m 644 $$page $(PREFIX)/share/man/man$${page##*.}/; \
 	done
-	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@VERSION@|$(VERSION)|' \
+	install -d $(PREFIX)/share/posixtrace
+	install -m 644 share/clickhouse.sql $(PREFIX)/share/posixtrace/clickhouse.sql
+	sed -e 's|@PREFIX@|$(or $(PC_PREFIX),$(abspath $(PREFIX)))|' -e 's|@VERSION@|$(VERSION)|' \
 	    scripts/posixtrace.pc.in > $(PREFIX)/lib/pkgconfig/posixtrace.pc
+
+# The Debian package of what install installs, under /usr.
+deb: all
+	@scripts/make-deb.sh $(BUILD) $(VERSION) $(SOVERSION)
 
 format:
 	clang-format -i $$(find userspace tests bench examples include bpf -name '*.[ch]pp' -o -name '*.[ch]' | grep -v vmlinux)

@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(clang llvm libbpf-dev bpftool libelf-dev libdeflate-dev zlib1g-dev catch2 libcli11-dev
           systemtap-sdt-dev pkg-config make g++ python3.11 libstdc++6 tmux
-          babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev)
+          babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev
+          libcurl4-openssl-dev clickhouse-server clickhouse-client dpkg-dev fakeroot)
 if [ "${1:-}" = --bench ]; then
     packages+=(bpftrace linux-perf lttng-tools liblttng-ust-dev)
 fi
@@ -20,5 +21,12 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The tests start their own ClickHouse server: the package's system service
+# is not to start on install (policy-rc.d 101: no service starts).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -40,8 +40,8 @@ struct RunsToLog {
         unlink(path);
         posixtrace::Attributes attributes = posixtrace::Attributes::defaults();
         attributes.stream_full_policy = POSIX_TRACE_FLUSH;
-        REQUIRE(LogWriter::create(fd, attributes, getpid(), {}, LaneRuns::kRunBytesAtLeast, {},
-                                  log) == 0);
+        REQUIRE(LogWriter::create(fd, attributes, getpid(), posixtrace::TraceOrigin{}, {},
+                                  LaneRuns::kRunBytesAtLeast, {}, log) == 0);
         REQUIRE(log->runs_taken());
         runs = std::make_unique<LaneRuns>(*log, 0);
         REQUIRE(runs->valid());

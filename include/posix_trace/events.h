@@ -153,6 +153,22 @@ struct posix_trace_program_runs {
 int posix_trace_get_skipped_runs(trace_id_t trid, struct posix_trace_program_runs *programs,
                                  size_t capacity, size_t *count);
 
+/* Where and when a stream was recorded, for telling its events apart from
+ * other hosts' and streams' once they leave the machine. An active stream
+ * and a trace log both answer (a log keeps its stream's). Returns 0;
+ * EINVAL for a bad trid or a NULL `origin`; ENODATA for a log written by a
+ * version that did not keep it. The host name is whatever the recording
+ * host called itself: text to escape, not to trust. */
+struct posix_trace_origin {
+    char host_name[65];          /* uname()'s nodename, in the creator's UTS
+                                    namespace; NUL-terminated */
+    unsigned char boot_id[16];   /* /proc/sys/kernel/random/boot_id; zero if unknown */
+    unsigned char stream_id[16]; /* random (a version 4 UUID), one per stream */
+    int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the stream
+                                    converted the kernel's stamps with */
+};
+int posix_trace_get_origin(trace_id_t trid, struct posix_trace_origin *origin);
+
 /* A stream created with POSIX_TRACE_INHERITED follows at most
  * POSIX_TRACE_MAX_TRACED_PROCESSES live processes besides the one it was
  * created for. A child forked while that many are alive is not traced: its

@@ -164,6 +164,15 @@ Fields decoded_fields(const posix_trace_event_info &info, const unsigned char *d
 {
     Fields fields;
     switch (info.posix_event_id) {
+    case POSIX_TRACE_OVERFLOW: {
+        posix_trace_overflow_data overflow;
+        if (read_as(data, length, overflow)) {
+            fields.emplace_back("lost", std::to_string(overflow.lost));
+            fields.emplace_back("lost_in_kernel", std::to_string(overflow.lost_in_kernel));
+            fields.emplace_back("lost_in_stream", std::to_string(overflow.lost_in_stream));
+        }
+        break;
+    }
     case POSIX_TRACE_PROCESS_FORK: {
         posix_trace_process_fork_data fork;
         if (read_as(data, length, fork)) {
@@ -235,22 +244,43 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
     return line;
 }
 
-std::string format_json_data_fields(const posix_trace_event_info &info, const unsigned char *data,
-                                    size_t length, bool with_string)
+std::string format_json_decoded_fields(const posix_trace_event_info &info,
+                                       const unsigned char *data, size_t length, bool with_string)
 {
     size_t args_length = length;
     std::string text;
     bool has_text = with_string && split_string(data, length, args_length, text);
+    std::string json;
+    auto add = [&json](const std::string &key, const std::string &value) {
+        json += (json.empty() ? "\"" : ",\"") + key + "\":" + value;
+    };
+    if (is_usdt(info))
+        add("args", "[" + usdt_args(data, args_length, ",") + "]");
+    if (has_text)
+        add("str", json_string(text));
+    for (const auto &[key, value] : decoded_fields(info, data, length))
+        add(key, value);
+    return json;
+}
+
+std::string hex_text(const unsigned char *data, size_t length)
+{
+    return hex(data, length);
+}
+
+const char *truncation_name(int truncation_status)
+{
+    return truncation(truncation_status);
+}
+
+std::string format_json_data_fields(const posix_trace_event_info &info, const unsigned char *data,
+                                    size_t length, bool with_string)
+{
     std::string json = "\"id\":" + std::to_string(info.posix_event_id) + ",\"data_hex\":\"" +
                        hex(data, length) + "\"" + ",\"truncated\":\"" +
                        truncation(info.posix_truncation_status) + "\"";
-    if (is_usdt(info))
-        json += ",\"args\":[" + usdt_args(data, args_length, ",") + "]";
-    if (has_text)
-        json += ",\"str\":" + json_string(text);
-    for (const auto &[key, value] : decoded_fields(info, data, length))
-        json += ",\"" + key + "\":" + value;
-    return json;
+    std::string decoded = format_json_decoded_fields(info, data, length, with_string);
+    return decoded.empty() ? json : json + "," + decoded;
 }
 
 std::string format_json(const posix_trace_event_info &info, const std::string &name,

@@ -26,6 +26,17 @@ std::string format_json(const posix_trace_event_info &info, const std::string &n
 std::string format_json_data_fields(const posix_trace_event_info &info, const unsigned char *data,
                                     size_t length, bool with_string = false);
 
+// Only what format_json_data_fields decodes from the data (args, str, the
+// fields of thread, process and overflow events), members without braces;
+// "" when it decodes nothing.
+std::string format_json_decoded_fields(const posix_trace_event_info &info,
+                                       const unsigned char *data, size_t length,
+                                       bool with_string = false);
+// The data as lower-case hex digits, and a truncation status's name (none,
+// record, read), as format_json writes them.
+std::string hex_text(const unsigned char *data, size_t length);
+const char *truncation_name(int truncation_status);
+
 // The TD_* event a trace event type id is (ids 16 .. 29), if it is one.
 inline std::optional<td_event_e> thread_event_of(trace_event_id_t id)
 {

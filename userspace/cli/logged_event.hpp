@@ -2,11 +2,13 @@
 // What the log-reading commands (dump, export) pass around: one event read
 // from a trace log, and what the log says about itself. Plain data, so the
 // export writers can be fed events that come from anywhere (tests do).
+#include <posix_trace/events.h>
 #include <trace.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <string>
 
 namespace posixtrace::cli {
@@ -25,6 +27,7 @@ struct LogDescription {
     std::string generation_version; // the writer, e.g. "posixtrace 0.1.0"
     timespec creation_time{};
     long clock_resolution_ns = 1;
+    std::optional<posix_trace_origin> origin; // none in a log of an older writer
 };
 
 inline uint64_t timestamp_ns(const posix_trace_event_info &info)

@@ -8,6 +8,7 @@
 #include "dump_command.hpp"
 #include "export/export_command.hpp"
 #include "probes_command.hpp"
+#include "push/push_command.hpp"
 #include "record_command.hpp"
 #include "report/report_command.hpp"
 #include "threads/threads_command.hpp"
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
     posixtrace::cli::add_dump_command(app);
     posixtrace::cli::add_export_command(app);
     posixtrace::cli::add_probes_command(app);
+    posixtrace::cli::add_push_command(app);
     posixtrace::cli::add_record_command(app);
     posixtrace::cli::add_report_command(app);
     posixtrace::cli::add_threads_command(app);

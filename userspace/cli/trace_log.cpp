@@ -77,6 +77,9 @@ LogDescription TraceLog::description() const
     if (posix_trace_attr_getgenversion(&attr, version) == 0)
         description.generation_version = fixed_string(version, sizeof version);
     posix_trace_attr_getcreatetime(&attr, &description.creation_time);
+    posix_trace_origin origin;
+    if (posix_trace_get_origin(trid_, &origin) == 0)
+        description.origin = origin;
     timespec resolution{};
     if (posix_trace_attr_getclockres(&attr, &resolution) == 0 && resolution.tv_sec == 0 &&
         resolution.tv_nsec > 0)

@@ -1,6 +1,7 @@
 // posixtrace export: converts a trace log for other tools, reading it once
 // through the public API: Chrome's Trace Event Format (Perfetto UI,
-// chrome://tracing) or a CTF 1.8 trace (babeltrace2, Trace Compass).
+// chrome://tracing), a CTF 1.8 trace (babeltrace2, Trace Compass) or JSON
+// Lines (any engine).
 #include "export_command.hpp"
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "../trace_log.hpp"
 #include "chrome_writer.hpp"
 #include "ctf_writer.hpp"
+#include "jsonl_writer.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -26,13 +28,13 @@ struct ExportOptions {
 void check_options(const ExportOptions &options)
 {
     if (options.file.empty())
-        fail("export: give the trace log to convert (posixtrace export FILE --format chrome|ctf "
-             "-o OUT)");
+        fail("export: give the trace log to convert (posixtrace export FILE --format "
+             "chrome|ctf|jsonl -o OUT)");
     if (options.format.empty())
-        fail("export: give --format chrome or --format ctf");
-    if (options.format != "chrome" && options.format != "ctf")
-        fail("export: unknown format '" + options.format + "' (chrome or ctf)");
-    if (options.output.empty())
+        fail("export: give --format chrome, ctf or jsonl");
+    if (options.format != "chrome" && options.format != "ctf" && options.format != "jsonl")
+        fail("export: unknown format '" + options.format + "' (chrome, ctf or jsonl)");
+    if (options.output.empty() && options.format != "jsonl") // jsonl: stdout
         fail(std::string("export: give -o OUT (") +
              (options.format == "ctf" ? "a directory" : "a JSON file") + ")");
 }
@@ -41,6 +43,9 @@ std::unique_ptr<EventWriter> make_writer(const ExportOptions &options, LogDescri
 {
     if (options.format == "ctf")
         return std::make_unique<CtfWriter>(options.output, std::move(description));
+    if (options.format == "jsonl")
+        return std::make_unique<JsonlWriter>(options.output.empty() ? "-" : options.output,
+                                             description);
     return std::make_unique<ChromeWriter>(options.output, std::move(description));
 }
 
@@ -62,7 +67,9 @@ int run(const ExportOptions &options)
     if (err)
         fail(read_error_message(options.file, err, tally.events()) + " (" + options.output +
              " holds the events before)");
-    std::string summary = tally.summary(log.status()) + "; written to " + options.output;
+    std::string summary =
+        tally.summary(log.status()) + "; written to " +
+        (options.output.empty() || options.output == "-" ? "standard output" : options.output);
     if (!caveat.empty())
         summary += "; " + caveat;
     std::fprintf(stderr, "posixtrace: %s: %s\n", options.file.c_str(), summary.c_str());
@@ -75,15 +82,20 @@ void add_export_command(CLI::App &app)
 {
     auto options = std::make_shared<ExportOptions>();
     CLI::App *command = app.add_subcommand(
-        "export", "Convert a trace log for Perfetto / chrome://tracing or babeltrace2");
+        "export", "Convert a trace log for Perfetto / chrome://tracing, babeltrace2 or any "
+                  "engine that reads JSON Lines");
     command->footer("Examples:\n"
                     "  posixtrace export run.log --format chrome -o run.json   "
                     "(open in ui.perfetto.dev)\n"
-                    "  posixtrace export run.log --format ctf -o run-ctf/ && babeltrace2 run-ctf/");
+                    "  posixtrace export run.log --format ctf -o run-ctf/ && babeltrace2 run-ctf/\n"
+                    "  posixtrace export run.log --format jsonl | jq 'select(.\"event.class\" == "
+                    "\"td\")'");
     command->add_option("file", options->file, "The trace log");
-    command->add_option("--format", options->format, "chrome (Trace Event JSON) or ctf (CTF 1.8)");
+    command->add_option("--format", options->format,
+                        "chrome (Trace Event JSON), ctf (CTF 1.8) or jsonl (JSON Lines)");
     command->add_option("-o,--output", options->output,
-                        "The JSON file (chrome) or the trace directory (ctf) to write");
+                        "The JSON file (chrome, jsonl) or the trace directory (ctf) to write; "
+                        "jsonl without it, or with -, writes to standard output");
     command->callback([options] { throw CLI::RuntimeError(run(*options)); });
 }
 

@@ -1,5 +1,8 @@
 #include "output_file.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -13,7 +16,15 @@ constexpr size_t kOutputBufferBytes = 1 << 20;
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path))
 {
-    file_.reset(std::fopen(path_.c_str(), "we"));
+    if (path_ == "-") { // a descriptor of its own: closing it leaves stdout open
+        path_ = "standard output";
+        int out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
+        file_.reset(out >= 0 ? fdopen(out, "w") : nullptr);
+        if (!file_ && out >= 0)
+            ::close(out);
+    } else {
+        file_.reset(std::fopen(path_.c_str(), "we"));
+    }
     if (!file_)
         fail_with_errno();
     std::setvbuf(file_.get(), nullptr, _IOFBF, kOutputBufferBytes);

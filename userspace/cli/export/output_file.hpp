@@ -8,7 +8,7 @@ namespace posixtrace::cli {
 
 // A file being written, buffered. Every failure (cannot create, disk full)
 // throws std::runtime_error("PATH: reason"): an export never ends with a
-// silently short file.
+// silently short file. The path "-" is standard output.
 class OutputFile {
 public:
     explicit OutputFile(std::string path);

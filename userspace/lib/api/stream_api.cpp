@@ -6,6 +6,7 @@
 #include <trace.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -159,6 +160,23 @@ POSIXTRACE_EXPORT int posix_trace_get_status(trace_id_t trid, posix_trace_status
     if (!trace)
         return EINVAL;
     *status = trace->report_status();
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_get_origin(trace_id_t trid, posix_trace_origin *origin)
+{
+    auto trace = readable_of(trid);
+    if (!trace || !origin)
+        return EINVAL;
+    std::optional<TraceOrigin> known = trace->origin();
+    if (!known)
+        return ENODATA;
+    *origin = {};
+    std::memcpy(origin->host_name, known->host_name.data(),
+                std::min(known->host_name.size(), sizeof origin->host_name - 1));
+    std::memcpy(origin->boot_id, known->boot_id, sizeof origin->boot_id);
+    std::memcpy(origin->stream_id, known->stream_id, sizeof origin->stream_id);
+    origin->realtime_offset_ns = known->realtime_offset_ns;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attributes/attributes.hpp"
+#include "attributes/trace_origin.hpp"
 #include "events/event_destination.hpp"
 
 namespace posixtrace {
@@ -19,6 +20,9 @@ public:
     virtual ~ReadableTrace() = default;
 
     virtual Attributes attributes() const = 0;
+    // Where and when it was recorded; a log written before logs kept it
+    // has none.
+    virtual std::optional<TraceOrigin> origin() const = 0;
     // posix_trace_get_status. A stream's overrun status is cleared as it is
     // read; a log's is the one its stream ended with.
     virtual posix_trace_status_info report_status() = 0;

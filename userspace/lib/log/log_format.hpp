@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "attributes/trace_origin.hpp"
+
 namespace posixtrace::log {
 
 inline constexpr char kMagic[8] = {'P', 'T', 'R', 'C', 'L', 'O', 'G', 0};
@@ -20,7 +22,9 @@ inline constexpr char kMagic[8] = {'P', 'T', 'R', 'C', 'L', 'O', 'G', 0};
 // watermark records say how far the events are complete.
 inline constexpr uint16_t kMajorVersionInOrder = 1;
 inline constexpr uint16_t kMajorVersionOverlapping = 2;
-inline constexpr uint16_t kMinorVersion = 0;
+// Minor 1: the header ends with the stream's origin (put_origin).
+inline constexpr uint16_t kMinorVersion = 1;
+inline constexpr uint16_t kMinorVersionWithOrigin = 1;
 // Version 2: the most bytes of blocks a reader holds because their events
 // are not complete yet (past the latest watermark); a writer stays within
 // it, a log that asks for more is damaged.
@@ -140,6 +144,33 @@ inline void put_name_table(ByteSink &sink, const std::vector<NamedType> &types)
         sink.put_bytes(type.name.data(), length);
         sink.pad_to(4);
     }
+}
+
+// The origin section, after the header's name table: the host name
+// (NUL-padded, at least one NUL), the boot id, the stream id, the realtime
+// offset (signed).
+inline constexpr size_t kOriginHostNameBytes = 72; // 64 and a NUL, padded to 8
+inline constexpr size_t kOriginSize = kOriginHostNameBytes + 16 + 16 + 8;
+static_assert(kOriginHostNameBytes > TraceOrigin::kHostNameMax);
+inline void put_origin(ByteSink &sink, const TraceOrigin &origin)
+{
+    sink.put_fixed_string(origin.host_name, kOriginHostNameBytes);
+    sink.put_bytes(origin.boot_id, sizeof origin.boot_id);
+    sink.put_bytes(origin.stream_id, sizeof origin.stream_id);
+    sink.put<uint64_t>(uint64_t(origin.realtime_offset_ns));
+}
+
+// The origin section at `at` (kOriginSize bytes).
+// The host name is what the writer put, up to its first NUL: any bytes.
+inline TraceOrigin parse_origin(const uint8_t *at)
+{
+    TraceOrigin origin;
+    const char *name = reinterpret_cast<const char *>(at);
+    origin.host_name.assign(name, strnlen(name, TraceOrigin::kHostNameMax));
+    std::memcpy(origin.boot_id, at + kOriginHostNameBytes, 16);
+    std::memcpy(origin.stream_id, at + kOriginHostNameBytes + 16, 16);
+    origin.realtime_offset_ns = int64_t(load<uint64_t>(at + kOriginHostNameBytes + 32));
+    return origin;
 }
 
 } // namespace posixtrace::log

@@ -79,7 +79,7 @@ bool LogReader::read_exact(uint64_t offset, void *into, size_t length) const
 }
 
 int LogReader::parse_name_table(const uint8_t *at, size_t length,
-                                std::map<trace_event_id_t, std::string> &into)
+                                std::map<trace_event_id_t, std::string> &into, size_t *used)
 {
     if (length < 4)
         return EINVAL;
@@ -96,6 +96,8 @@ int LogReader::parse_name_table(const uint8_t *at, size_t length,
         into[id] = std::string(reinterpret_cast<const char *>(at + offset + 8), name_length);
         offset += 8 + padded4(name_length);
     }
+    if (used)
+        *used = offset;
     return 0;
 }
 
@@ -148,7 +150,15 @@ int LogReader::read_header()
     if (loop != (slot_size_ != 0) || (loop && !loop_slots_as_written(a.log_size)))
         return EINVAL;
     attributes_ = a;
-    return parse_name_table(h + kHeaderFixedSize, header_size - 4 - kHeaderFixedSize, names_);
+    size_t after_fixed = header_size - 4 - kHeaderFixedSize, table_bytes = 0;
+    if (int err = parse_name_table(h + kHeaderFixedSize, after_fixed, names_, &table_bytes))
+        return err;
+    if (load<uint16_t>(fixed + 10) < kMinorVersionWithOrigin)
+        return 0;
+    if (after_fixed - table_bytes < kOriginSize) // its writer put one: the header is cut
+        return EINVAL;
+    origin_ = parse_origin(h + kHeaderFixedSize + table_bytes);
+    return 0;
 }
 
 // Slots as a writer lays them out (plan_loop_slots in log_writer.cpp), and

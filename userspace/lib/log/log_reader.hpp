@@ -46,6 +46,7 @@ public:
     }
     void rewind();
 
+    std::optional<TraceOrigin> origin() const override { return origin_; }
     std::optional<std::string> event_name(trace_event_id_t id) const override;
     void next_event_type(trace_event_id_t &id, int &unavailable) override;
     void rewind_event_types() override;
@@ -55,8 +56,10 @@ private:
     bool loop_slots_as_written(uint64_t log_size) const;
     void read_trailer();
     bool read_exact(uint64_t offset, void *into, size_t length) const;
+    // `used`, if given: the table's bytes.
     static int parse_name_table(const uint8_t *at, size_t length,
-                                std::map<trace_event_id_t, std::string> &into);
+                                std::map<trace_event_id_t, std::string> &into,
+                                size_t *used = nullptr);
     void index_loop_slots();
     std::optional<uint64_t> sequence_in_slot(uint64_t slot) const;
     bool slot_cut_off(uint64_t sequence) const;
@@ -94,6 +97,7 @@ private:
     std::optional<uint64_t> trailer_offset_;
     posix_trace_status_info status_{};
     std::map<trace_event_id_t, std::string> names_;
+    std::optional<TraceOrigin> origin_; // a log of minor version 1 or later
 
     // Reading position.
     uint64_t next_block_offset_ = 0; // APPEND / UNTIL_FULL

@@ -65,7 +65,7 @@ void plan_loop_slots(size_t log_size, size_t max_data_size, uint32_t &slot_size,
 
 } // namespace
 
-int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
+int LogWriter::create(int fd, const Attributes &attributes, pid_t target, const TraceOrigin &origin,
                       const std::vector<NamedType> &known_types, size_t run_bytes_wanted,
                       std::function<void()> progress, std::unique_ptr<LogWriter> &out)
 {
@@ -75,7 +75,7 @@ int LogWriter::create(int fd, const Attributes &attributes, pid_t target,
     writer->runs_taken_ = run_bytes_wanted &&
                           attributes.log_full_policy != POSIX_TRACE_UNTIL_FULL &&
                           writer->run_capacity() >= run_bytes_wanted;
-    std::vector<uint8_t> header = writer->header_bytes(attributes, target, known_types);
+    std::vector<uint8_t> header = writer->header_bytes(attributes, target, origin, known_types);
     if (int err = writer->end_file_at_base())
         return err;
     if (int err = writer->reserve_space())
@@ -165,6 +165,7 @@ int LogWriter::reserve_space()
 }
 
 std::vector<uint8_t> LogWriter::header_bytes(const Attributes &attributes, pid_t target,
+                                             const TraceOrigin &origin,
                                              const std::vector<NamedType> &types)
 {
     ByteSink sink;
@@ -188,6 +189,7 @@ std::vector<uint8_t> LogWriter::header_bytes(const Attributes &attributes, pid_t
     sink.put_fixed_string(attributes.name, TRACE_NAME_MAX);
     sink.put_fixed_string(kGenerationVersion, TRACE_NAME_MAX);
     put_name_table(sink, types);
+    put_origin(sink, origin);
     size_t header_size = sink.size() + 4;
     // LOOP slots start on a page, so rewriting one touches only its own pages.
     uint64_t data_offset = attributes.log_full_policy == POSIX_TRACE_LOOP

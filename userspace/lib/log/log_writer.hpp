@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "attributes/trace_origin.hpp"
 #include "log/block_encoder.hpp"
 #include "log/log_format.hpp"
 #include "posixtrace.h"
@@ -64,7 +65,7 @@ public:
     // `run_bytes_wanted`: the stream would hand over runs of that many
     // bytes of records (submit_run()), 0 none; the log takes them unless its
     // policy or its blocks keep it from (runs_taken()).
-    static int create(int fd, const Attributes &attributes, pid_t target,
+    static int create(int fd, const Attributes &attributes, pid_t target, const TraceOrigin &origin,
                       const std::vector<NamedType> &known_types, size_t run_bytes_wanted,
                       std::function<void()> progress, std::unique_ptr<LogWriter> &out);
     ~LogWriter();
@@ -149,6 +150,7 @@ private:
     // The header's bytes; also decides where the first block goes
     // (layout_.data_offset), which reserve_space() needs.
     std::vector<uint8_t> header_bytes(const Attributes &attributes, pid_t target,
+                                      const TraceOrigin &origin,
                                       const std::vector<NamedType> &types);
     int end_file_at_base();
     int reserve_space();

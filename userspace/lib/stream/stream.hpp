@@ -49,6 +49,7 @@ public:
     int set_filter(const trace_event_set_t &set, int how);
     trace_event_set_t filter() const;
     Attributes attributes() const override;
+    std::optional<TraceOrigin> origin() const override { return parts_.origin; }
     posix_trace_status_info report_status() override; // the overrun status is cleared
     posix_trace_counters counters();
     posix_trace_loss_counters loss_counters();

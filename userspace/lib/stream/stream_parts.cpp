@@ -29,6 +29,11 @@ int StreamParts::assemble(pid_t target, const Attributes &attributes, int log_fd
     size_t run_bytes = plan.lanes_wanted && attributes.stream_full_policy == POSIX_TRACE_FLUSH
                            ? LaneRuns::kRunBytesAtLeast
                            : 0;
+    realtime_offset_ns = realtime_minus_monotonic();
+    std::optional<TraceOrigin> new_origin = TraceOrigin::of_new_stream(realtime_offset_ns);
+    if (!new_origin)
+        return ENOMEM;
+    origin = std::move(*new_origin);
     std::unique_ptr<log::LogWriter> log_writer;
     if (log_fd >= 0) // first: a descriptor the log cannot use costs no BPF load
         if (int err = open_log(log_fd, target, attributes, run_bytes, log_writer))
@@ -51,7 +56,6 @@ int StreamParts::assemble(pid_t target, const Attributes &attributes, int log_fd
     store = std::make_unique<StreamStore>(attributes.stream_size, attributes.stream_full_policy);
     if (!store->valid())
         return ENOMEM;
-    realtime_offset_ns = realtime_minus_monotonic();
     reader.emplace(*store, ledger, filters, *system_events);
     if (!reader->valid())
         return errno;
@@ -92,7 +96,7 @@ int StreamParts::open_log(int log_fd, pid_t target, const Attributes &attributes
     // The writing thread wakes the drain thread when a flush is done, so the
     // flush-stop event is recorded then.
     auto progress = [this] { recording.wake(); };
-    return log::LogWriter::create(log_fd, attributes, target, event_types->named(),
+    return log::LogWriter::create(log_fd, attributes, target, origin, event_types->named(),
                                   run_bytes_wanted, progress, out);
 }
 

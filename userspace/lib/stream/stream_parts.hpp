@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "attributes/attributes.hpp"
+#include "attributes/trace_origin.hpp"
 #include "events/stream_user_events.hpp"
 #include "log/log_writer.hpp"
 #include "stages/filter_history.hpp"
@@ -60,6 +61,7 @@ struct StreamParts {
     // realtime - monotonic, sampled once: the conversion keeps the order
     // (and the intervals) of the kernel's monotonic stamps exactly.
     int64_t realtime_offset_ns = 0;
+    TraceOrigin origin; // written before the stream is published, then only read
     std::unique_ptr<StreamUserEvents> user_events;
     std::unique_ptr<StreamEventTypes> event_types;
     std::optional<SharedUserEventNames> shared_names;

@@ -1,0 +1,57 @@
+-- The tables `posixtrace push` fills in ClickHouse, one row an event and
+-- one row a stream. Column names are the keys of `posixtrace export
+-- --format jsonl`. The types are those ClickHouse has accepted since 18.16
+-- (Debian 12's server) and still accepts: no DateTime64, LowCardinality or
+-- Map. `posixtrace push` creates them when they are missing; to create them
+-- by hand: clickhouse-client --multiquery < clickhouse.sql
+--
+-- A push may repeat rows (a batch sent again after a timeout whose insert
+-- had gone through): ReplacingMergeTree keeps one row a key once it merges
+-- parts, and queries that count read with FINAL (docs/fleet.md).
+
+CREATE DATABASE IF NOT EXISTS posixtrace;
+
+CREATE TABLE IF NOT EXISTS posixtrace.events
+(
+    `host.name` String,
+    `host.boot_id` UUID,
+    `stream.id` UUID,
+    `stream.name` String,
+    sequence UInt64,                -- the event's place in its stream, from 0
+    time_unix_nano UInt64,          -- CLOCK_REALTIME
+    time_monotonic_ns Int64,        -- CLOCK_MONOTONIC, on its host since its boot
+    `process.pid` Int32,
+    `thread.id` Int32,              -- 0: an event of the trace system itself
+    `thread.name` String,           -- as the thread's latest thread event named it
+    `event.name` String,
+    `event.class` String,           -- user, usdt, td or system
+    `event.id` UInt32,
+    data_hex String,
+    truncated String,               -- none, record or read
+    lost_before UInt64,             -- lost, as the overflow events before it report
+    fields String,                  -- a JSON object of the fields decoded from the data
+    time DateTime MATERIALIZED toDateTime(intDiv(time_unix_nano, 1000000000))
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(toDateTime(intDiv(time_unix_nano, 1000000000)))
+ORDER BY (`host.name`, `process.pid`, time_unix_nano, `stream.id`, sequence);
+
+CREATE TABLE IF NOT EXISTS posixtrace.streams
+(
+    `stream.id` UUID,
+    `stream.name` String,
+    `host.name` String,
+    `host.boot_id` UUID,
+    created_unix_nano UInt64,       -- posix_trace_create, CLOCK_REALTIME
+    realtime_offset_ns Int64,       -- CLOCK_REALTIME - CLOCK_MONOTONIC of the stream
+    events UInt64,                  -- in the log, every one pushed
+    first_unix_nano UInt64,
+    last_unix_nano UInt64,
+    overflow_events UInt64,
+    lost UInt64,                    -- what its overflow events report lost, in all
+    lost_in_kernel UInt64,
+    lost_in_stream UInt64,
+    pushed_unix_nano UInt64         -- the latest push wins
+)
+ENGINE = ReplacingMergeTree(pushed_unix_nano)
+ORDER BY (`host.name`, `stream.id`);

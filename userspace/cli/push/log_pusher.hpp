@@ -1,0 +1,61 @@
+#pragma once
+// Ships the events of trace logs into the tables of the installed schema,
+// over ClickHouse's HTTP interface: in batches of bounded size, each sent
+// again while the server cannot take it, and from where an earlier push of
+// the same stream stopped, so pushing a log twice adds nothing.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../logged_event.hpp"
+#include "../read_progress.hpp"
+#include "../trace_log.hpp"
+#include "clickhouse_http.hpp"
+
+namespace posixtrace::cli {
+
+struct PushOptions {
+    unsigned retries = 5; // sent again this many times at most, waiting 0.25 s, 0.5 s, ...
+    size_t batch_bytes = 8u << 20;
+};
+
+// What one push of a log did.
+struct PushOutcome {
+    uint64_t events = 0;         // the log's
+    uint64_t already_stored = 0; // by an earlier push: not sent again
+    uint64_t sent = 0;
+};
+
+// A push that stopped: what the server said, and how many of the log's
+// events it holds (earlier pushes' and this one's). The log is untouched.
+class PushFailure : public std::runtime_error {
+public:
+    PushFailure(const std::string &what, uint64_t stored) : std::runtime_error(what), stored(stored)
+    {
+    }
+    uint64_t stored;
+};
+
+class LogPusher {
+public:
+    LogPusher(ClickHouseHttp &server, PushOptions options) : server_(server), options_(options) {}
+
+    // Creates the database and tables where missing. Throws PushFailure.
+    void create_tables();
+    // Pushes every event of `log` (read to its end, or to its first damaged
+    // block: then the events before it are pushed and `read_error` is the
+    // error), then the log's row of the streams table. Throws PushFailure,
+    // and std::runtime_error for a log without an origin (nothing to key it).
+    PushOutcome push(TraceLog &log, ReadTally &tally, int &read_error);
+
+private:
+    struct StreamTally;
+    std::string send(const std::string &query, const std::string &data, uint64_t stored);
+    uint64_t stored_prefix(const std::string &stream_id, uint64_t stored);
+    std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
+
+    ClickHouseHttp &server_;
+    PushOptions options_;
+};
+
+} // namespace posixtrace::cli
