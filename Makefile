@@ -267,6 +267,7 @@ bench:
 	@echo; bench/thread_switches.sh $(BUILD)
 	@echo; bench/log_bench.sh $(BUILD)
 	@echo; bench/burst.sh $(BUILD)
+	@echo; bench/push_bench.sh $(BUILD)
 
 install: all
 	install -d $(PREFIX)/include/posix_trace $(PREFIX)/lib/pkgconfig $(PREFIX)/bin

@@ -8,7 +8,7 @@ packages=(clang llvm libbpf-dev bpftool libelf-dev libdeflate-dev zlib1g-dev cat
           babeltrace2 libclang-rt-14-dev time man-db chromium nlohmann-json3-dev
           libcurl4-openssl-dev clickhouse-server clickhouse-client dpkg-dev fakeroot)
 if [ "${1:-}" = --bench ]; then
-    packages+=(bpftrace linux-perf lttng-tools liblttng-ust-dev)
+    packages+=(bpftrace linux-perf lttng-tools liblttng-ust-dev jq)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -6,7 +6,7 @@
 set -euo pipefail
 build=$1 version=$2 soversion=$3
 arch=$(dpkg --print-architecture)
-stage=$build/deb
+stage=$(cd "$build" && pwd)/deb
 rm -rf "$stage"
 mkdir -p "$stage/root/DEBIAN" "$stage/debian"
 make --no-print-directory install BUILD="$build" PREFIX="$stage/root/usr" PC_PREFIX=/usr >/dev/null
@@ -18,8 +18,11 @@ strip --strip-debug "$stage/root/usr/bin/posixtrace" "$stage/root/usr/lib/libpos
 printf 'Source: posixtrace\n\nPackage: posixtrace\nArchitecture: any\n' > "$stage/debian/control"
 depends=$(cd "$stage" && dpkg-shlibdeps -O -e root/usr/bin/posixtrace \
     -e "root/usr/lib/libposixtrace.so.$soversion" \
-    2>/dev/null | sed -n 's/^shlibs:Depends=//p')
-[ -n "$depends" ] || { echo "make-deb.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+    2>"$stage/shlibdeps.err" | sed -n 's/^shlibs:Depends=//p') || true
+if [ -z "$depends" ]; then
+    echo "make-deb.sh: dpkg-shlibdeps found no dependencies: $(tail -1 "$stage/shlibdeps.err")" >&2
+    exit 1
+fi
 
 size=$(du -sk "$stage/root/usr" | cut -f1)
 cat > "$stage/root/DEBIAN/control" <<CONTROL

@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS posixtrace.events
     `host.boot_id` UUID,
     `stream.id` UUID,
     `stream.name` String,
-    sequence UInt64,                -- the event's place in its stream, from 0
+    sequence UInt64,                -- the event's place in its log, from 0
     time_unix_nano UInt64,          -- CLOCK_REALTIME
     time_monotonic_ns Int64,        -- CLOCK_MONOTONIC, on its host since its boot
     `process.pid` Int32,
@@ -32,8 +32,9 @@ CREATE TABLE IF NOT EXISTS posixtrace.events
     fields String,                  -- a JSON object of the fields decoded from the data
     time DateTime MATERIALIZED toDateTime(intDiv(time_unix_nano, 1000000000))
 )
+-- No partition key: the stamps come from the logs, which a traced host
+-- controls, and a key of them would let one log make a partition a month.
 ENGINE = ReplacingMergeTree
-PARTITION BY toYYYYMM(toDateTime(intDiv(time_unix_nano, 1000000000)))
 ORDER BY (`host.name`, `process.pid`, time_unix_nano, `stream.id`, sequence);
 
 CREATE TABLE IF NOT EXISTS posixtrace.streams

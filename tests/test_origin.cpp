@@ -111,7 +111,7 @@ TEST_CASE("origin: EINVAL for a NULL origin and for a stream shut down", "[origi
     CHECK(posix_trace_get_origin(gone, &origin) == EINVAL);
 }
 
-TEST_CASE("origin: a log keeps its stream's origin", "[origin][log][self-tracing]")
+TEST_CASE("origin: a log keeps its stream's origin, and its counters", "[origin][log][self-tracing]")
 {
     TempFile file;
     posix_trace_origin written = write_log(file);
@@ -119,6 +119,12 @@ TEST_CASE("origin: a log keeps its stream's origin", "[origin][log][self-tracing
     REQUIRE(log.open_error() == 0);
     CHECK(same_origin(origin_of(log.get()), written));
     CHECK(posix_trace_get_origin(log.get(), nullptr) == EINVAL);
+    // And the counters its stream's shutdown wrote: start, the event, stop.
+    posix_trace_counters counters{};
+    REQUIRE(posix_trace_get_counters(log.get(), &counters) == 0);
+    CHECK(counters.recorded >= 3);
+    CHECK(counters.lost_in_kernel + counters.lost_in_stream == 0);
+    CHECK(posix_trace_get_counters(log.get(), nullptr) == EINVAL);
 }
 
 TEST_CASE("origin: a log of minor version 0 has none; a log that cuts its origin is refused",

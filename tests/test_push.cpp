@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "../userspace/cli/safe_text.hpp"
 #include "attributes/trace_origin.hpp"
 #include "clickhouse_support.hpp"
 #include "export_support.hpp"
@@ -28,6 +29,8 @@ namespace {
 constexpr int kWorkers = 8;        // fleet_workload's
 constexpr int kWorksEach = 5;      // its fleet.work events a worker
 constexpr int kLossyEvents = 3000; // into a 4 KiB LOOP stream
+// The lossy stream's name: a quote, a byte that is not UTF-8, a bidi control.
+const char *const kLossyName = "lossy \"\xff\xe2\x80\xae";
 
 std::vector<unsigned char> file_bytes(const std::string &path)
 {
@@ -68,7 +71,7 @@ void record_lossy_as_host(const std::string &host, const std::string &log)
         int fd = open(log.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         trace_attr_t attr;
         posix_trace_attr_init(&attr);
-        posix_trace_attr_setname(&attr, "lossy");
+        posix_trace_attr_setname(&attr, kLossyName);
         posix_trace_attr_setstreamfullpolicy(&attr, POSIX_TRACE_LOOP);
         posix_trace_attr_setstreamsize(&attr, 4096);
         trace_id_t trid;
@@ -93,12 +96,12 @@ void record_lossy_as_host(const std::string &host, const std::string &log)
 struct LocalLog {
     std::string path, host, stream_id;
     std::vector<std::string> events;
-    uint64_t lost = 0; // what its overflow events report
+    uint64_t lost = 0, lost_in_kernel = 0, lost_in_stream = 0; // as its overflow events report
 };
 
 LocalLog read_local(const std::string &path)
 {
-    LocalLog local{path, "", "", {}, 0};
+    LocalLog local{path, "", "", {}};
     test_support::LogGuard log(path);
     REQUIRE(log.open_error() == 0);
     posix_trace_origin origin;
@@ -111,8 +114,11 @@ LocalLog read_local(const std::string &path)
     REQUIRE(dump.status == 0);
     local.events = dump.lines();
     for (const auto &line : local.events)
-        if (field_of(line, "event") == "posix_trace_overflow")
+        if (field_of(line, "event") == "posix_trace_overflow") {
             local.lost += std::stoull(field_of(line, "lost"));
+            local.lost_in_kernel += std::stoull(field_of(line, "lost_in_kernel"));
+            local.lost_in_stream += std::stoull(field_of(line, "lost_in_stream"));
+        }
     return local;
 }
 
@@ -198,6 +204,15 @@ TEST_CASE("push: two hosts' traces in one ClickHouse answer the fleet's question
                         "`stream.id` = toUUID('" +
                         logs[2].stream_id + "')") == std::to_string(logs[2].lost) + "\n");
 
+    // A name with hostile bytes is stored as JSON would store it, in both tables.
+    std::string stored_name = posixtrace::cli::valid_utf8(kLossyName);
+    CHECK(server.answer("SELECT DISTINCT `stream.name` FROM posixtrace.events WHERE "
+                        "`stream.id` = toUUID('" +
+                        logs[2].stream_id +
+                        "') UNION ALL SELECT `stream.name` FROM "
+                        "posixtrace.streams WHERE `stream.id` = toUUID('" +
+                        logs[2].stream_id + "')") == stored_name + "\n" + stored_name + "\n");
+
     // Every worker's events carry the name it gave itself (its number is their data).
     std::string works =
         server.answer("SELECT `host.name`, `thread.name`, data_hex FROM posixtrace.events FINAL "
@@ -228,11 +243,25 @@ TEST_CASE("push: two hosts' traces in one ClickHouse answer the fleet's question
         CHECK(split(lifetimes[0], '\t')[0] == "fleet-a");
         CHECK(split(lifetimes[0], '\t')[1] == std::to_string(kWorkers));
         CHECK(split(lifetimes[1], '\t')[1] == std::to_string(kWorkers));
-        // Losses: the lossy stream alone.
-        CHECK(server.answer(queries[2]) == "fleet-b\tlossy\t" + logs[2].stream_id + "\t" +
-                                               std::to_string(logs[2].events.size()) + "\t" +
-                                               std::to_string(logs[2].lost) + "\t0\t" +
-                                               std::to_string(logs[2].lost) + "\n");
+        // Losses: every stream whose overflow events report some (the lossy
+        // one; a recording may lose a switch the kernel did not report), the
+        // most first.
+        std::vector<const LocalLog *> lossy;
+        for (const auto &log : logs)
+            if (log.lost)
+                lossy.push_back(&log);
+        std::sort(lossy.begin(), lossy.end(), [](const LocalLog *a, const LocalLog *b) {
+            return std::make_pair(-int64_t(a->lost), a->stream_id) <
+                   std::make_pair(-int64_t(b->lost), b->stream_id);
+        });
+        std::string expected_losses;
+        for (const LocalLog *log : lossy)
+            expected_losses += log->host + "\t" + (log == &logs[2] ? stored_name : "") + "\t" +
+                               log->stream_id + "\t" + std::to_string(log->events.size()) + "\t" +
+                               std::to_string(log->lost) + "\t" +
+                               std::to_string(log->lost_in_kernel) + "\t" +
+                               std::to_string(log->lost_in_stream) + "\n";
+        CHECK(server.answer(queries[2]) == expected_losses);
         // The timeline: its first 100 events, as ordered above.
         CHECK(split_lines(server.answer(queries[3])).size() == 100);
     }
@@ -321,4 +350,122 @@ TEST_CASE("push: bad arguments and logs it cannot key are one line and a non-zer
     CHECK(old.err_lines() == 1);
     CHECK(old.err.find("has no stream id") != std::string::npos);
     CHECK(server.answer("SELECT count() FROM posixtrace.events") == "0\n");
+}
+
+TEST_CASE("push: a log cut short is pushed only with --incomplete; a password never shows",
+          "[push][clickhouse][self-tracing]")
+{
+    TempDir dir;
+    EmittedLog log = write_log(dir, 1, 300);
+    std::vector<unsigned char> bytes = file_bytes(log.path);
+    bytes.resize(bytes.size() - 24); // the footer gone: no trailer is found
+    std::ofstream(dir / "cut.log", std::ios::binary)
+        .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    test_support::LogGuard cut(dir / "cut.log");
+    REQUIRE(cut.open_error() == 0);
+    posix_trace_counters counters;
+    CHECK(posix_trace_get_counters(cut.get(), &counters) == ENODATA);
+
+    ClickHouseServer server;
+    Run refused = run_cli("push --clickhouse " + server.url() + " " + dir / "cut.log");
+    CHECK(refused.status != 0);
+    CHECK(refused.err_lines() == 1);
+    CHECK(refused.err.find("--incomplete") != std::string::npos);
+    CHECK(server.answer("SELECT count() FROM posixtrace.events") == "0\n");
+    Run pushed = run_cli("push --incomplete --clickhouse " + server.url() + " " + dir / "cut.log");
+    INFO(pushed.err);
+    CHECK(pushed.status == 0);
+    Run dump = run_cli("dump " + dir / "cut.log");
+    CHECK(server.answer("SELECT count() FROM posixtrace.events FINAL") ==
+          std::to_string(dump.lines().size()) + "\n");
+
+    // A password reaches the server, from the URL or the environment (this
+    // server's user has none: it refuses one), and never shows.
+    std::string user_only = "http://default@" + server.url().substr(7);
+    for (const std::string &command :
+         {"push --clickhouse http://default:hunter2@" + server.url().substr(7) + " " + log.path,
+          "push --clickhouse " + user_only + " " + log.path}) {
+        Run run = run_shell((command.find("hunter2") == std::string::npos
+                                 ? "POSIXTRACE_CLICKHOUSE_PASSWORD=hunter2 "
+                                 : "") +
+                            cli_path() + " " + command);
+        INFO(command << ": " << run.err);
+        CHECK(run.status != 0);
+        CHECK(run.err.find("Wrong password") != std::string::npos);
+        CHECK(run.err.find("push it again") == std::string::npos); // refused: not worth a retry
+        CHECK(run.err.find("hunter2") == std::string::npos);
+    }
+    Run right = run_cli("push --clickhouse " + user_only + " " + log.path);
+    INFO(right.err);
+    CHECK(right.status == 0);
+    Run failed = run_cli("push --retries 0 --clickhouse http://u:hunter2@127.0.0.1:1 " + log.path);
+    CHECK(failed.status != 0);
+    CHECK(failed.err.find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("push: a server that answers garbage or escape sequences is one escaped line, and "
+          "nothing is claimed stored",
+          "[push][self-tracing]")
+{
+    TempDir dir;
+    EmittedLog log = write_log(dir, 1, 50);
+    // A misbehaving server: 200 and a fixed body to every request.
+    std::ofstream(dir / "server.py") << R"(
+import http.server, sys
+body = bytes.fromhex(sys.argv[2])
+class Answer(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get('Content-Length', 0)))
+        self.send_response(int(sys.argv[3]))
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), Answer).serve_forever()
+)";
+    auto hex = [](const std::string &text) {
+        std::string out;
+        char byte[3];
+        for (unsigned char c : text) {
+            std::snprintf(byte, sizeof byte, "%02x", c);
+            out += byte;
+        }
+        return out;
+    };
+    struct Case {
+        std::string body;
+        int status;
+        const char *said;
+    };
+    for (const Case &answer :
+         {Case{"hello\x1b[2J\n", 200, "not two numbers"},
+          Case{"18446744073709551615\t18446744073709551614\n", 200, "not the same stream's"},
+          Case{"Code: 62, \x1b]0;owned\x07 syntax error\n", 500, "HTTP 500"}}) {
+        int port = clickhouse_support::free_port();
+        pid_t server = fork();
+        REQUIRE(server >= 0);
+        if (server == 0) {
+            execl(export_support::kPython, "python3", (dir / "server.py").c_str(),
+                  std::to_string(port).c_str(), hex(answer.body).c_str(),
+                  std::to_string(answer.status).c_str(), nullptr);
+            _exit(127);
+        }
+        Run run;
+        for (int i = 0; i < 100; ++i) { // until it listens
+            run = run_cli("push --retries 0 --clickhouse http://127.0.0.1:" + std::to_string(port) +
+                          " " + log.path);
+            if (run.err.find("Couldn't connect") == std::string::npos)
+                break;
+            usleep(100000);
+        }
+        kill(server, SIGTERM);
+        waitpid(server, nullptr, 0);
+        INFO(run.err);
+        CHECK(run.status != 0);
+        CHECK(run.err_lines() == 1);
+        CHECK(run.err.find(answer.said) != std::string::npos);
+        CHECK(run.err.find('\x1b') == std::string::npos);
+        CHECK(run.err.find('\x07') == std::string::npos);
+    }
 }

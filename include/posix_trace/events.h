@@ -102,7 +102,10 @@ struct posix_trace_process_exit_data {
 };
 
 /* Totals since the stream was created (or last cleared): events delivered to
- * the stream, and events lost on the way. Returns EINVAL for a bad trid. */
+ * the stream, and events lost on the way. For a trace log opened with
+ * posix_trace_open, the totals its stream's shutdown wrote in the log's
+ * trailer: ENODATA for a log without one (cut short, or its stream still
+ * running). Returns EINVAL for a bad trid. */
 struct posix_trace_counters {
     uint64_t recorded;
     uint64_t lost_in_kernel;

@@ -95,6 +95,24 @@ std::string json_string(std::string_view text)
     return quoted + "\"";
 }
 
+std::string valid_utf8(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        unsigned char c = byte_at(text, i);
+        size_t length = c < 0x80 ? 1 : utf8_sequence_length(text, i);
+        if (length) {
+            out.append(text.substr(i, length));
+            i += length - 1;
+        } else { // U+0080 .. U+00FF: two bytes
+            out += char(0xc0 | (c >> 6));
+            out += char(0x80 | (c & 0x3f));
+        }
+    }
+    return out;
+}
+
 std::string c_escaped(std::string_view text, char quote)
 {
     std::string out;

@@ -20,6 +20,12 @@ size_t utf8_sequence_length(std::string_view text, size_t at);
 // is always valid JSON.
 std::string json_string(std::string_view text);
 
+// The text json_string(text) stands for, as UTF-8: the valid sequences of
+// `text` as they are, each byte that is not UTF-8 as the Latin-1 character
+// it would be. What an engine fed JSON stores; for other formats to store
+// the same.
+std::string valid_utf8(std::string_view text);
+
 // `text` with C escapes for what would act on a display: printable
 // characters as they are; a backslash, `quote` (unless 0), and every byte of
 // a control character, a reordering character or a sequence that is not

@@ -25,6 +25,7 @@ public:
     ~TraceLog() { posix_trace_close(trid_); }
 
     const std::string &path() const { return path_; }
+    trace_id_t trid() const { return trid_; }
     uint64_t file_size() const { return file_size_; }
     LogDescription description() const;
     posix_trace_status_info status() const;

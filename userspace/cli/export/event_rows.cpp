@@ -2,6 +2,7 @@
 
 #include <posix_trace/thread_db.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "../event_format.hpp"
@@ -11,35 +12,77 @@
 namespace posixtrace::cli {
 namespace {
 
-std::string member(const char *key, const std::string &json_value)
+template <class Number> void append_number(std::string &out, Number value)
 {
-    return std::string(",\"") + key + "\":" + json_value;
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    out.append(digits, end);
 }
 
-std::string quoted(const std::string &plain_text)
+void append_hex(std::string &out, const unsigned char *data, size_t length)
 {
-    return "\"" + plain_text + "\"";
-}
-
-std::string origin_members(const LogDescription &description)
-{
-    std::string json;
-    if (const auto &origin = description.origin) {
-        json += member("host.name", json_string(origin->host_name));
-        json += member("host.boot_id", quoted(uuid_text(origin->boot_id)));
-        json += member("stream.id", quoted(uuid_text(origin->stream_id)));
+    static const char digits[] = "0123456789abcdef";
+    size_t at = out.size();
+    out.resize(at + 2 * length);
+    for (size_t i = 0; i < length; ++i) {
+        out[at + 2 * i] = digits[data[i] >> 4];
+        out[at + 2 * i + 1] = digits[data[i] & 15];
     }
-    return (json + member("stream.name", json_string(description.trace_name))).substr(1);
+}
+
+// ClickHouse's TabSeparated escapes: what would end a value or a row.
+std::string tab_separated(std::string_view value)
+{
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        switch (c) {
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\0':
+            out += "\\0";
+            break;
+        default:
+            out += c;
+        }
+    }
+    return out;
 }
 
 } // namespace
 
-EventRows::EventRows(const LogDescription &description, Fields fields)
-    : origin_members_(origin_members(description)), fields_(fields),
-      has_origin_(description.origin.has_value())
+EventRows::EventRows(const LogDescription &description, Format format)
+    : format_(format), has_origin_(description.origin.has_value()),
+      stream_name_(text(description.trace_name)), unnamed_thread_(text(""))
 {
-    if (has_origin_)
-        realtime_offset_ns_ = description.origin->realtime_offset_ns;
+    if (const auto &origin = description.origin) {
+        host_ = text(origin->host_name);
+        boot_id_ = text(uuid_text(origin->boot_id));
+        stream_id_ = text(uuid_text(origin->stream_id));
+        realtime_offset_ns_ = origin->realtime_offset_ns;
+    }
+}
+
+std::string EventRows::text(std::string_view value) const
+{
+    return format_ == Format::JsonObject ? json_string(value) : tab_separated(valid_utf8(value));
+}
+
+const char *EventRows::tab_separated_columns()
+{
+    return "`host.name`, `host.boot_id`, `stream.id`, `stream.name`, sequence, time_unix_nano, "
+           "time_monotonic_ns, `process.pid`, `thread.id`, `thread.name`, `event.name`, "
+           "`event.class`, `event.id`, data_hex, truncated, lost_before, fields";
 }
 
 const char *EventRows::class_of(trace_event_id_t id)
@@ -62,38 +105,91 @@ void EventRows::remember_thread_name(const LoggedEvent &event)
         return;
     std::memcpy(&td, event.data, sizeof td);
     td.name[sizeof td.name - 1] = '\0';
-    thread_names_[{event.info.posix_pid, pid_t(td.tid)}] = json_string(td.name);
+    thread_names_[{event.info.posix_pid, pid_t(td.tid)}] = text(td.name);
 }
 
-std::string EventRows::row(const LoggedEvent &event)
+void EventRows::append_row(const LoggedEvent &event, std::string &out)
 {
-    const posix_trace_event_info &info = event.info;
     remember_thread_name(event);
-    uint64_t realtime_ns = timestamp_ns(info);
-    std::string line = "{" + origin_members_;
-    line += member("sequence", std::to_string(sequence_++));
-    line += member("time_unix_nano", std::to_string(realtime_ns));
-    if (has_origin_)
-        line +=
-            member("time_monotonic_ns", std::to_string(int64_t(realtime_ns) - realtime_offset_ns_));
-    line += member("process.pid", std::to_string(info.posix_pid));
-    line += member("thread.id", std::to_string(info.posix_tid));
-    auto name = thread_names_.find({info.posix_pid, info.posix_tid});
-    line += member("thread.name", name == thread_names_.end() ? "\"\"" : name->second);
-    line += member("event.name", json_string(event.name));
-    line += member("event.class", quoted(class_of(info.posix_event_id)));
-    line += member("event.id", std::to_string(info.posix_event_id));
-    line += member("data_hex", quoted(hex_text(event.data, event.length)));
-    line += member("truncated", quoted(truncation_name(info.posix_truncation_status)));
-    line += member("lost_before", std::to_string(lost_before_));
-    std::string fields = "{" + format_json_decoded_fields(info, event.data, event.length) + "}";
-    line += member("fields", fields_ == Fields::Object ? fields : json_string(fields));
+    auto named = thread_names_.find({event.info.posix_pid, event.info.posix_tid});
+    const std::string &thread_name = named == thread_names_.end() ? unnamed_thread_ : named->second;
+    if (format_ == Format::JsonObject)
+        append_json(event, thread_name, out);
+    else
+        append_tab_separated(event, thread_name, out);
+    ++sequence_;
     posix_trace_overflow_data overflow;
-    if (info.posix_event_id == POSIX_TRACE_OVERFLOW && event.length >= sizeof overflow) {
+    if (event.info.posix_event_id == POSIX_TRACE_OVERFLOW && event.length >= sizeof overflow) {
         std::memcpy(&overflow, event.data, sizeof overflow);
         lost_before_ += overflow.lost;
     }
-    return line + "}";
+}
+
+void EventRows::append_json(const LoggedEvent &event, const std::string &thread_name,
+                            std::string &out) const
+{
+    const posix_trace_event_info &info = event.info;
+    uint64_t realtime_ns = timestamp_ns(info);
+    out += '{';
+    if (has_origin_)
+        out += "\"host.name\":" + host_ + ",\"host.boot_id\":" + boot_id_ +
+               ",\"stream.id\":" + stream_id_ + ",";
+    out += "\"stream.name\":" + stream_name_ + ",\"sequence\":";
+    append_number(out, sequence_);
+    out += ",\"time_unix_nano\":";
+    append_number(out, realtime_ns);
+    if (has_origin_) {
+        out += ",\"time_monotonic_ns\":";
+        append_number(out, monotonic_ns(realtime_ns));
+    }
+    out += ",\"process.pid\":";
+    append_number(out, info.posix_pid);
+    out += ",\"thread.id\":";
+    append_number(out, info.posix_tid);
+    out += ",\"thread.name\":" + thread_name + ",\"event.name\":" + json_string(event.name);
+    out += std::string(",\"event.class\":\"") + class_of(info.posix_event_id) + "\",\"event.id\":";
+    append_number(out, info.posix_event_id);
+    out += ",\"data_hex\":\"";
+    append_hex(out, event.data, event.length);
+    out += std::string("\",\"truncated\":\"") + truncation_name(info.posix_truncation_status) +
+           "\",\"lost_before\":";
+    append_number(out, lost_before_);
+    out += ",\"fields\":{" + format_json_decoded_fields(info, event.data, event.length) + "}}\n";
+}
+
+// Wraps (two's complement) where a hostile log's stamp and offset overflow.
+int64_t EventRows::monotonic_ns(uint64_t realtime_ns) const
+{
+    return int64_t(realtime_ns - uint64_t(realtime_offset_ns_));
+}
+
+// Without an origin the host and stream columns are empty, which the
+// engine's UUID columns refuse: push does not send such a log.
+void EventRows::append_tab_separated(const LoggedEvent &event, const std::string &thread_name,
+                                     std::string &out) const
+{
+    const posix_trace_event_info &info = event.info;
+    uint64_t realtime_ns = timestamp_ns(info);
+    out += host_ + '\t' + boot_id_ + '\t' + stream_id_ + '\t' + stream_name_ + '\t';
+    append_number(out, sequence_);
+    out += '\t';
+    append_number(out, realtime_ns);
+    out += '\t';
+    append_number(out, monotonic_ns(realtime_ns));
+    out += '\t';
+    append_number(out, info.posix_pid);
+    out += '\t';
+    append_number(out, info.posix_tid);
+    out += '\t' + thread_name + '\t' + tab_separated(valid_utf8(event.name)) + '\t' +
+           class_of(info.posix_event_id) + '\t';
+    append_number(out, info.posix_event_id);
+    out += '\t';
+    append_hex(out, event.data, event.length);
+    out += std::string("\t") + truncation_name(info.posix_truncation_status) + '\t';
+    append_number(out, lost_before_);
+    out += '\t' +
+           tab_separated("{" + format_json_decoded_fields(info, event.data, event.length) + "}") +
+           '\n';
 }
 
 } // namespace posixtrace::cli

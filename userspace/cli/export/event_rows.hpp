@@ -1,7 +1,7 @@
 #pragma once
-// The JSON object of each event of a log, flat keys in the names of
-// OpenTelemetry's attributes where one exists: what `export --format jsonl`
-// writes a line of and `push` sends to ClickHouse.
+// The row of each event of a log, its columns named after OpenTelemetry's
+// attributes where one exists: what `export --format jsonl` writes a line
+// of, and `push` sends to ClickHouse.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -13,38 +13,51 @@
 
 namespace posixtrace::cli {
 
-// Every object carries what places its event among a fleet's: the host
-// and stream it comes from, its sequence in the stream, both clocks, the
+// Every row carries what places its event among a fleet's: the host and
+// stream it comes from, its sequence in the stream, both clocks, the
 // process and thread (host.name, process.pid, thread.id, thread.name), the
 // event's name and class, its payload and the fields decoded from it, and
-// the events lost before it. The keys are flat (dots in their names), so a
-// table of the same columns takes the objects as they are.
+// the events lost before it.
+// - JsonObject: one flat JSON object (dots in the keys), the decoded fields
+//   an object of their own; a table of the same columns takes it as it is.
+// - TabSeparated: the values of tab_separated_columns() in ClickHouse's
+//   TabSeparated format, the text values as JSON would store them (text
+//   that is not UTF-8 as Latin-1), the decoded fields as JSON text. The
+//   format an engine parses fastest short of a binary one.
 class EventRows {
 public:
-    // How the decoded fields go: a JSON object, or that object's text as a
-    // JSON string (for an engine that stores it in a column of text).
-    enum class Fields { Object, Text };
-    EventRows(const LogDescription &description, Fields fields);
+    enum class Format { JsonObject, TabSeparated };
+    EventRows(const LogDescription &description, Format format);
 
-    // The next event's object, on one line without its newline; events
-    // come in the log's order.
-    std::string row(const LoggedEvent &event);
+    // Appends the next event's row and a newline to `out`; events come in
+    // the log's order.
+    void append_row(const LoggedEvent &event, std::string &out);
     bool has_origin() const { return has_origin_; }
     uint64_t next_sequence() const { return sequence_; }
 
+    // The columns of a TabSeparated row, in order, comma-separated.
+    static const char *tab_separated_columns();
     // The class of an event type: user, usdt, td or system.
     static const char *class_of(trace_event_id_t id);
 
 private:
+    // A text value as the format writes it.
+    std::string text(std::string_view value) const;
+    int64_t monotonic_ns(uint64_t realtime_ns) const;
     void remember_thread_name(const LoggedEvent &event);
+    void append_json(const LoggedEvent &event, const std::string &thread_name,
+                     std::string &out) const;
+    void append_tab_separated(const LoggedEvent &event, const std::string &thread_name,
+                              std::string &out) const;
 
-    std::string origin_members_;
-    Fields fields_;
+    Format format_;
     bool has_origin_;
+    std::string host_, boot_id_, stream_id_, stream_name_; // as the format writes them
     int64_t realtime_offset_ns_ = 0;
     uint64_t sequence_ = 0;
     uint64_t lost_before_ = 0;
-    std::map<std::pair<pid_t, pid_t>, std::string> thread_names_; // (pid, tid) -> JSON string
+    std::map<std::pair<pid_t, pid_t>, std::string> thread_names_; // (pid, tid) -> text()
+    std::string unnamed_thread_;
 };
 
 } // namespace posixtrace::cli

@@ -64,12 +64,12 @@ int run(const ExportOptions &options)
     } catch (const std::exception &error) {
         fail(error.what());
     }
+    bool to_stdout = options.format == "jsonl" && (options.output.empty() || options.output == "-");
+    std::string written_to = to_stdout ? "standard output" : options.output;
     if (err)
-        fail(read_error_message(options.file, err, tally.events()) + " (" + options.output +
+        fail(read_error_message(options.file, err, tally.events()) + " (" + written_to +
              " holds the events before)");
-    std::string summary =
-        tally.summary(log.status()) + "; written to " +
-        (options.output.empty() || options.output == "-" ? "standard output" : options.output);
+    std::string summary = tally.summary(log.status()) + "; written to " + written_to;
     if (!caveat.empty())
         summary += "; " + caveat;
     std::fprintf(stderr, "posixtrace: %s: %s\n", options.file.c_str(), summary.c_str());

@@ -13,10 +13,15 @@ namespace posixtrace::cli {
 class JsonlWriter : public EventWriter {
 public:
     JsonlWriter(std::string path, const LogDescription &description)
-        : out_(std::move(path)), rows_(description, EventRows::Fields::Object)
+        : out_(std::move(path)), rows_(description, EventRows::Format::JsonObject)
     {
     }
-    void write(const LoggedEvent &event) override { out_.write(rows_.row(event) + "\n"); }
+    void write(const LoggedEvent &event) override
+    {
+        line_.clear();
+        rows_.append_row(event, line_);
+        out_.write(line_);
+    }
     void finish() override { out_.close(); }
     std::string caveat() const override
     {
@@ -26,6 +31,7 @@ public:
 private:
     OutputFile out_;
     EventRows rows_;
+    std::string line_;
 };
 
 } // namespace posixtrace::cli

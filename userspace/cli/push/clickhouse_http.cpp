@@ -2,7 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <cstdlib>
 #include <mutex>
+
+#include "../safe_text.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -20,16 +23,28 @@ size_t keep_answer(char *data, size_t size, size_t count, void *into)
     return bytes;
 }
 
-// A server's error text on one line, and not much of it.
+// A server's error text, for a terminal: on one line, not much of it,
+// escaped (ClickHouse quotes the row it could not parse, and the row holds
+// what a traced process wrote).
 std::string first_line(const std::string &text)
 {
-    std::string line = text.substr(0, text.find('\n'));
-    return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+    std::string line = terminal_column(text.substr(0, text.find('\n')), 300);
+    return line.substr(0, line.find_last_not_of(' ') + 1);
 }
 
 bool has_http_scheme(const std::string &url)
 {
     return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+}
+
+// The URL without the user and password it may hold: what messages show.
+std::string without_credentials(const std::string &url)
+{
+    size_t host = url.find("//") + 2;
+    size_t at = url.find('@', host), path = url.find('/', host);
+    if (at == std::string::npos || (path != std::string::npos && at > path))
+        return url;
+    return url.substr(0, host) + url.substr(at + 1);
 }
 
 } // namespace
@@ -44,10 +59,12 @@ struct ClickHouseHttp::Handle {
 ClickHouseHttp::ClickHouseHttp(std::string base_url)
     : base_url_(std::move(base_url)), handle_(std::make_unique<Handle>())
 {
-    if (!has_http_scheme(base_url_) || base_url_.find_first_of(" \t\r\n") != std::string::npos)
-        throw std::invalid_argument("not an http:// or https:// URL: '" + base_url_ + "'");
+    if (!has_http_scheme(base_url_) || base_url_.find_first_of(" \t\r\n?#") != std::string::npos)
+        throw std::invalid_argument("not an http:// or https:// URL without a query: '" +
+                                    terminal_text(without_credentials(base_url_)) + "'");
     while (base_url_.size() > 8 && base_url_.back() == '/')
         base_url_.pop_back();
+    shown_url_ = without_credentials(base_url_);
     static std::once_flag initialized;
     std::call_once(initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     handle_->curl.reset(curl_easy_init());
@@ -78,6 +95,9 @@ std::string ClickHouseHttp::post(const std::string &query, const std::string &da
     // The server's redirects are not followed: rows go where the user said.
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    // A password kept out of the command line, which every user can read.
+    if (const char *password = std::getenv("POSIXTRACE_CLICKHOUSE_PASSWORD"))
+        curl_easy_setopt(curl, CURLOPT_PASSWORD, password);
     CURLcode sent = curl_easy_perform(curl);
     if (sent != CURLE_OK)
         throw HttpFailure(curl_easy_strerror(sent), true);

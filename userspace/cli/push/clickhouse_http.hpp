@@ -1,7 +1,8 @@
 #pragma once
 // ClickHouse's HTTP interface, through libcurl: one connection kept open
-// for every request of a push (http:// or https://, user and password in the
-// URL as curl takes them).
+// for every request of a push (http:// or https://; a user in the URL as
+// curl takes it, and its password there or, better, in the environment:
+// POSIXTRACE_CLICKHOUSE_PASSWORD).
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -36,7 +37,8 @@ public:
     // returns the answer's body (at most kMostAnswerBytes of it). Throws
     // HttpFailure.
     std::string post(const std::string &query, const std::string &data = "");
-    const std::string &url() const { return base_url_; }
+    // The URL as messages show it: without user and password.
+    const std::string &url() const { return shown_url_; }
 
     // A server's answer is read up to this, the rest dropped: a query's
     // result here is a few numbers, an error one message.
@@ -45,6 +47,7 @@ public:
 private:
     struct Handle;
     std::string base_url_;
+    std::string shown_url_;
     std::unique_ptr<Handle> handle_;
 };
 

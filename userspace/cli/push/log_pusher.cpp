@@ -1,8 +1,15 @@
 #include "log_pusher.hpp"
 
+#include <charconv>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "../export/event_rows.hpp"
 #include "../safe_text.hpp"
@@ -13,13 +20,99 @@
 namespace posixtrace::cli {
 namespace {
 
-const char *const kInsertEvents = "INSERT INTO posixtrace.events FORMAT JSONEachRow";
+const std::string kInsertEvents = std::string("INSERT INTO posixtrace.events (") +
+                                  EventRows::tab_separated_columns() + ") FORMAT TabSeparated";
 const char *const kInsertStream = "INSERT INTO posixtrace.streams FORMAT JSONEachRow";
 
 std::string member(const char *key, const std::string &json_value)
 {
     return std::string(",\"") + key + "\":" + json_value;
 }
+
+// Sends the batches on a thread of its own, one at a time, while the next
+// is made: the server parses one while the log is read into the next. At
+// most one batch waits, so memory stays at two batches. After a failure
+// nothing more is sent, and the failure reaches the caller.
+class BatchSender {
+public:
+    using Send = std::function<void(const std::string &batch, uint64_t stored_before)>;
+    BatchSender(Send send, uint64_t stored)
+        : send_(std::move(send)), stored_(stored), thread_([this] { run(); })
+    {
+    }
+    ~BatchSender()
+    {
+        {
+            std::lock_guard lock(mutex_);
+            done_ = true;
+        }
+        changed_.notify_all();
+        thread_.join();
+    }
+    BatchSender(const BatchSender &) = delete;
+    BatchSender &operator=(const BatchSender &) = delete;
+
+    // Takes `batch` (left empty), whose rows end before sequence `end`;
+    // throws an earlier batch's failure.
+    void hand(std::string &batch, uint64_t end)
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [this] { return !waiting_ || failure_; });
+        if (failure_)
+            std::rethrow_exception(failure_);
+        waiting_.emplace(std::move(batch), end);
+        batch = std::string();
+        changed_.notify_all();
+    }
+    // Waits for every batch handed over; returns the sequence stored up to.
+    uint64_t finish()
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [this] { return (!waiting_ || failure_) && !busy_; });
+        if (failure_)
+            std::rethrow_exception(failure_);
+        return stored_;
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            changed_.wait(lock, [this] { return waiting_ || done_; });
+            if (!waiting_ || failure_)
+                return;
+            auto [batch, end] = std::move(*waiting_);
+            waiting_.reset();
+            busy_ = true;
+            uint64_t before = stored_;
+            changed_.notify_all();
+            lock.unlock();
+            std::exception_ptr failed;
+            try {
+                send_(batch, before);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            lock.lock();
+            busy_ = false;
+            if (failed)
+                failure_ = failed;
+            else
+                stored_ = end;
+            changed_.notify_all();
+        }
+    }
+
+    Send send_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::optional<std::pair<std::string, uint64_t>> waiting_;
+    bool busy_ = false, done_ = false;
+    std::exception_ptr failure_;
+    uint64_t stored_;
+    std::thread thread_; // last: it starts once the rest is there
+};
 
 } // namespace
 
@@ -47,14 +140,16 @@ struct LogPusher::StreamTally {
 };
 
 // Sent again after 0.25 s, 0.5 s, 1 s ... while the server cannot take it.
-std::string LogPusher::send(const std::string &query, const std::string &data, uint64_t stored)
+std::string LogPusher::send(const std::string &query, const std::string &data,
+                            std::optional<uint64_t> stored)
 {
     for (unsigned attempt = 0;; ++attempt) {
         try {
             return server_.post(query, data);
         } catch (const HttpFailure &failure) {
             if (!failure.retryable() || attempt >= options_.retries)
-                throw PushFailure(server_.url() + ": " + failure.what(), stored);
+                throw PushFailure(server_.url() + ": " + failure.what(), stored,
+                                  failure.retryable());
             std::this_thread::sleep_for(std::chrono::milliseconds(250L << std::min(attempt, 6u)));
         }
     }
@@ -63,22 +158,40 @@ std::string LogPusher::send(const std::string &query, const std::string &data, u
 void LogPusher::create_tables()
 {
     for (const std::string &statement : clickhouse_schema_statements())
-        send(statement, "", 0);
+        send(statement, "", std::nullopt);
 }
 
 // How many of the stream's first events the server holds, each once or
 // more; 0 if what it holds has a hole (a push stopped between batches that
 // went in out of order): all are sent again, and the copies merge away.
-uint64_t LogPusher::stored_prefix(const std::string &stream_id, uint64_t stored)
+// The host is in the query so that the table's order (host first) finds
+// the stream's rows without reading the fleet's; as hex, whatever its bytes.
+uint64_t LogPusher::stored_prefix(const LogDescription &description)
 {
+    const posix_trace_origin &origin = *description.origin;
+    std::string host = valid_utf8(origin.host_name), host_hex;
+    static const char digits[] = "0123456789ABCDEF";
+    for (unsigned char c : host) {
+        host_hex += digits[c >> 4];
+        host_hex += digits[c & 15];
+    }
     std::string answer = send("SELECT uniqExact(sequence), max(sequence) FROM posixtrace.events "
-                              "WHERE `stream.id` = toUUID('" +
-                                  stream_id + "') FORMAT TabSeparated",
-                              "", stored);
-    std::istringstream fields(answer);
+                              "WHERE `host.name` = unhex('" +
+                                  host_hex + "') AND `stream.id` = toUUID('" +
+                                  uuid_text(origin.stream_id) + "') FORMAT TabSeparated",
+                              "", std::nullopt);
     uint64_t distinct = 0, largest = 0;
-    if (!(fields >> distinct >> largest))
-        throw PushFailure(server_.url() + ": an answer that is not two numbers", stored);
+    const char *at = answer.data(), *end = answer.data() + answer.size();
+    auto number = [&](uint64_t &value, char after) {
+        auto parsed = std::from_chars(at, end, value);
+        bool ok = parsed.ec == std::errc() && parsed.ptr < end && *parsed.ptr == after;
+        at = parsed.ptr + 1;
+        return ok;
+    };
+    if (!number(distinct, '\t') || !number(largest, '\n') || at != end)
+        throw PushFailure(server_.url() + ": an answer that is not two numbers: " +
+                              terminal_text(answer.substr(0, 80)),
+                          std::nullopt, false);
     return distinct && distinct == largest + 1 ? distinct : 0;
 }
 
@@ -109,32 +222,48 @@ PushOutcome LogPusher::push(TraceLog &log, ReadTally &tally, int &read_error)
         throw std::runtime_error(log.path() +
                                  ": the log has no stream id (its writer kept none), so a "
                                  "push could not tell it apart; export it with --format jsonl");
+    posix_trace_counters final_counters;
+    if (!options_.incomplete && posix_trace_get_counters(log.trid(), &final_counters) != 0)
+        throw std::runtime_error(log.path() +
+                                 ": the log does not end with its stream's shutdown (cut short, "
+                                 "or its stream still running); once its writer is gone, push it "
+                                 "with --incomplete");
     PushOutcome outcome;
-    outcome.already_stored = stored_prefix(uuid_text(description.origin->stream_id), 0);
-    uint64_t stored = outcome.already_stored;
-    EventRows rows(description, EventRows::Fields::Text);
+    outcome.already_stored = stored_prefix(description);
+    EventRows rows(description, EventRows::Format::TabSeparated);
     StreamTally stream;
-    std::string batch;
+    std::string batch, skipped;
+    BatchSender sender([this](const std::string &rows_of_batch,
+                              uint64_t stored) { send(kInsertEvents, rows_of_batch, stored); },
+                       outcome.already_stored);
     auto flush = [&] {
-        send(kInsertEvents, batch, stored);
-        stored = rows.next_sequence();
-        batch.clear();
+        sender.hand(batch, rows.next_sequence());
+        batch.reserve(options_.batch_bytes + 64 * 1024);
     };
+    batch.reserve(options_.batch_bytes + 64 * 1024);
     read_error = log.read_all(tally, [&](const LoggedEvent &event) {
         stream.add(event);
-        bool sent_before = rows.next_sequence() < outcome.already_stored;
-        std::string row = rows.row(event); // for every event: it numbers them and names threads
-        if (sent_before)
+        // Every event makes a row: the rows number the events and name the threads.
+        if (rows.next_sequence() < outcome.already_stored) {
+            skipped.clear();
+            rows.append_row(event, skipped);
             return;
-        batch += row;
-        batch += '\n';
+        }
+        rows.append_row(event, batch);
         ++outcome.sent;
         if (batch.size() >= options_.batch_bytes)
             flush();
     });
     if (!batch.empty())
         flush();
+    uint64_t stored = sender.finish();
     outcome.events = stream.events;
+    if (outcome.already_stored > outcome.events) // another stream under the same id
+        throw PushFailure(server_.url() + ": it holds " + std::to_string(outcome.already_stored) +
+                              " events of the stream " + uuid_text(description.origin->stream_id) +
+                              ", the log " + std::to_string(outcome.events) +
+                              ": they are not the same stream's",
+                          outcome.already_stored, false);
     send(kInsertStream, stream_row(description, stream), stored);
     return outcome;
 }

@@ -5,6 +5,7 @@
 // the same stream stopped, so pushing a log twice adds nothing.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "../logged_event.hpp"
@@ -17,6 +18,12 @@ namespace posixtrace::cli {
 struct PushOptions {
     unsigned retries = 5; // sent again this many times at most, waiting 0.25 s, 0.5 s, ...
     size_t batch_bytes = 8u << 20;
+    // A log without its trailer (cut short, or its stream still running) is
+    // pushed only when the user says its writer is gone: a log still written
+    // may number its events differently at the next read (a LOOP log wraps,
+    // a version 2 log's later blocks hold older events), and the push's
+    // resumption relies on the numbering.
+    bool incomplete = false;
 };
 
 // What one push of a log did.
@@ -27,13 +34,16 @@ struct PushOutcome {
 };
 
 // A push that stopped: what the server said, and how many of the log's
-// events it holds (earlier pushes' and this one's). The log is untouched.
+// events it holds (earlier pushes' and this one's), if that is known;
+// `retryable`: pushing again later may succeed. The log is untouched.
 class PushFailure : public std::runtime_error {
 public:
-    PushFailure(const std::string &what, uint64_t stored) : std::runtime_error(what), stored(stored)
+    PushFailure(const std::string &what, std::optional<uint64_t> stored, bool retryable)
+        : std::runtime_error(what), stored(stored), retryable(retryable)
     {
     }
-    uint64_t stored;
+    std::optional<uint64_t> stored;
+    bool retryable;
 };
 
 class LogPusher {
@@ -45,13 +55,15 @@ public:
     // Pushes every event of `log` (read to its end, or to its first damaged
     // block: then the events before it are pushed and `read_error` is the
     // error), then the log's row of the streams table. Throws PushFailure,
-    // and std::runtime_error for a log without an origin (nothing to key it).
+    // and std::runtime_error for a log without an origin (nothing to key
+    // it), or without its trailer unless options say so.
     PushOutcome push(TraceLog &log, ReadTally &tally, int &read_error);
 
 private:
     struct StreamTally;
-    std::string send(const std::string &query, const std::string &data, uint64_t stored);
-    uint64_t stored_prefix(const std::string &stream_id, uint64_t stored);
+    std::string send(const std::string &query, const std::string &data,
+                     std::optional<uint64_t> stored);
+    uint64_t stored_prefix(const LogDescription &description);
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
 
     ClickHouseHttp &server_;

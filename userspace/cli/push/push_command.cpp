@@ -30,30 +30,40 @@ std::string outcome_text(const PushOutcome &outcome, double seconds)
            rate + ", " + std::to_string(outcome.already_stored) + " already there";
 }
 
-void push_one(LogPusher &pusher, const std::string &file, const std::string &url)
+std::string failure_text(const PushFailure &failure, const std::string &file)
+{
+    std::string text = "push: " + std::string(failure.what()) + "; " + file +
+                       ": the server holds " +
+                       (failure.stored ? std::to_string(*failure.stored) : "an unknown number") +
+                       " of its events, the log is unchanged";
+    return failure.retryable ? text + ": push it again to send the rest" : text;
+}
+
+// One line on standard error either way; false if the log was not pushed whole.
+bool push_one(LogPusher &pusher, const std::string &file, const std::string &url)
 {
     TraceLog log(file);
     ReadTally tally;
     int read_error = 0;
     auto begin = std::chrono::steady_clock::now();
-    PushOutcome outcome;
+    std::string line;
     try {
-        outcome = pusher.push(log, tally, read_error);
+        PushOutcome outcome = pusher.push(log, tally, read_error);
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        line = read_error
+                   ? "push: " + read_error_message(file, read_error, tally.events()) + " (the " +
+                         std::to_string(outcome.events) + " events before it are in " + url + ")"
+                   : file + ": " + outcome_text(outcome, seconds) + " to " + url;
     } catch (const PushFailure &failure) {
-        fail("push: " + std::string(failure.what()) + "; " + file + ": the server holds " +
-             std::to_string(failure.stored) +
-             " of its events, the log is unchanged: push it "
-             "again to send the rest");
+        line = failure_text(failure, file);
+        read_error = -1;
     } catch (const std::exception &error) {
-        fail("push: " + std::string(error.what()));
+        line = "push: " + std::string(error.what());
+        read_error = -1;
     }
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (read_error)
-        fail("push: " + read_error_message(file, read_error, tally.events()) + " (the " +
-             std::to_string(outcome.events) + " events before it are in " + url + ")");
-    std::fprintf(stderr, "posixtrace: %s: %s to %s\n", file.c_str(),
-                 outcome_text(outcome, seconds).c_str(), url.c_str());
+    std::fprintf(stderr, "posixtrace: %s\n", line.c_str());
+    return read_error == 0;
 }
 
 int run(const PushCommandOptions &options)
@@ -76,9 +86,10 @@ int run(const PushCommandOptions &options)
     } catch (const PushFailure &failure) {
         fail("push: " + std::string(failure.what()) + "; nothing was sent");
     }
+    bool all_pushed = true; // a log that fails does not keep the next from going
     for (const std::string &file : options.files)
-        push_one(pusher, file, server->url());
-    return 0;
+        all_pushed = push_one(pusher, file, server->url()) && all_pushed;
+    return all_pushed ? 0 : 1;
 }
 
 } // namespace
@@ -90,14 +101,18 @@ void add_push_command(CLI::App &app)
         "push", "Ship trace logs into ClickHouse (tables of share/posixtrace/clickhouse.sql)");
     command->footer("Examples:\n"
                     "  posixtrace push --clickhouse http://127.0.0.1:8123 run.ptlog\n"
-                    "  posixtrace push --clickhouse https://user:secret@ch.example:8443 "
-                    "host-*.ptlog");
+                    "  POSIXTRACE_CLICKHOUSE_PASSWORD=... posixtrace push --clickhouse "
+                    "https://user@ch.example:8443 host-*.ptlog");
     command->add_option("files", options->files, "The trace logs");
     command->add_option("--clickhouse", options->clickhouse,
-                        "The server's HTTP interface: http(s)://[user:password@]host:port");
+                        "The server's HTTP interface: http(s)://[user@]host:port (the password "
+                        "in POSIXTRACE_CLICKHOUSE_PASSWORD)");
     command->add_option("--retries", options->push.retries,
                         "How many times a batch the server could not take is sent again "
                         "(waiting 0.25 s, then twice as long each time; default 5)");
+    command->add_flag("--incomplete", options->push.incomplete,
+                      "Push logs that do not end with their stream's shutdown (cut short); "
+                      "only once their writer is gone");
     command->callback([options] { throw CLI::RuntimeError(run(*options)); });
 }
 

@@ -182,10 +182,13 @@ POSIXTRACE_EXPORT int posix_trace_get_origin(trace_id_t trid, posix_trace_origin
 
 POSIXTRACE_EXPORT int posix_trace_get_counters(trace_id_t trid, posix_trace_counters *counters)
 {
-    auto stream = stream_of(trid);
-    if (!stream || !counters)
+    auto trace = readable_of(trid);
+    if (!trace || !counters)
         return EINVAL;
-    *counters = stream->counters();
+    std::optional<posix_trace_counters> known = trace->counters();
+    if (!known)
+        return ENODATA;
+    *counters = *known;
     return 0;
 }
 

@@ -46,8 +46,9 @@ std::string uuid_text(const uint8_t (&bytes)[16])
     return text;
 }
 
-bool parse_uuid(const std::string &text, uint8_t (&bytes)[16])
+bool parse_uuid(const std::string &text, uint8_t (&into)[16])
 {
+    uint8_t bytes[16];
     if (text.size() != 36)
         return false;
     size_t at = 0;
@@ -62,6 +63,7 @@ bool parse_uuid(const std::string &text, uint8_t (&bytes)[16])
         bytes[i] = uint8_t(high << 4 | low);
         at += 2;
     }
+    std::memcpy(into, bytes, sizeof bytes); // only whole: a failed parse leaves `into` as it was
     return true;
 }
 

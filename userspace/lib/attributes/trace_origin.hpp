@@ -25,7 +25,7 @@ struct TraceOrigin {
 
 // The 36-character text of a UUID's 16 bytes (8-4-4-4-12 hex digits).
 std::string uuid_text(const uint8_t (&bytes)[16]);
-// The bytes of that text, if it is one.
-bool parse_uuid(const std::string &text, uint8_t (&bytes)[16]);
+// The bytes of that text into `into`, if it is one; else false, `into` untouched.
+bool parse_uuid(const std::string &text, uint8_t (&into)[16]);
 
 } // namespace posixtrace

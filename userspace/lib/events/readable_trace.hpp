@@ -1,4 +1,5 @@
 #pragma once
+#include <posix_trace/events.h>
 #include <trace.h>
 
 #include <optional>
@@ -23,6 +24,9 @@ public:
     // Where and when it was recorded; a log written before logs kept it
     // has none.
     virtual std::optional<TraceOrigin> origin() const = 0;
+    // posix_trace_get_counters: a stream's now, a log's as its stream's
+    // shutdown left them (none in a log without its trailer).
+    virtual std::optional<posix_trace_counters> counters() = 0;
     // posix_trace_get_status. A stream's overrun status is cleared as it is
     // read; a log's is the one its stream ended with.
     virtual posix_trace_status_info report_status() = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// The trace log file format, versions 1.0 and 2.0: constants and
+// The trace log file format, versions 1.1 and 2.1: constants and
 // little-endian field access shared by the writer and the reader.
 // docs/log-format.md is the specification; the offsets here follow its
 // tables.

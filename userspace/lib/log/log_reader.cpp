@@ -217,6 +217,9 @@ void LogReader::read_trailer()
                      &status_.posix_log_full_status};
     for (size_t i = 0; i < std::size(fields); ++i)
         *fields[i] = int(load<uint32_t>(t + 4 * i));
+    counters_ = posix_trace_counters{load<uint64_t>(trailer.data() + 40),
+                                     load<uint64_t>(trailer.data() + 48),
+                                     load<uint64_t>(trailer.data() + 56)};
     trailer_offset_ = offset;
 }
 

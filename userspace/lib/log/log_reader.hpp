@@ -35,6 +35,9 @@ public:
     posix_trace_status_info report_status() override { return status(); }
     pid_t traced_pid() const { return traced_pid_; }
     bool closed_cleanly() const { return trailer_offset_.has_value(); }
+    // The stream's counters as its shutdown wrote them; none in a log with
+    // no trailer (cut short, or its stream still running).
+    std::optional<posix_trace_counters> counters() override { return counters_; }
 
     // 0 with *unavailable set at the end; EINVAL when the log is damaged
     // there (and at every later call, until rewind()).
@@ -98,6 +101,7 @@ private:
     posix_trace_status_info status_{};
     std::map<trace_event_id_t, std::string> names_;
     std::optional<TraceOrigin> origin_; // a log of minor version 1 or later
+    std::optional<posix_trace_counters> counters_;
 
     // Reading position.
     uint64_t next_block_offset_ = 0; // APPEND / UNTIL_FULL

@@ -51,7 +51,7 @@ public:
     Attributes attributes() const override;
     std::optional<TraceOrigin> origin() const override { return parts_.origin; }
     posix_trace_status_info report_status() override; // the overrun status is cleared
-    posix_trace_counters counters();
+    std::optional<posix_trace_counters> counters() override;
     posix_trace_loss_counters loss_counters();
     uint64_t unwritten_events();
 

@@ -38,7 +38,7 @@ void Stream::account_log_failure_locked()
         parts_.log->account_failure();
 }
 
-posix_trace_counters Stream::counters()
+std::optional<posix_trace_counters> Stream::counters()
 {
     std::lock_guard lock(mutex_);
     account_log_failure_locked();

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# make bench, ClickHouse: a trace log of PUSH_EVENTS events (default
+# 2,000,000, 64-byte user events) pushed into a ClickHouse server started
+# here (Debian's clickhouse-server, its own data directory, on the same
+# CPUs), each time into empty tables: with `posixtrace push`, and as a user
+# would by hand with the jsonl export (18.16 cannot read a JSON object into
+# a String column, so jq turns the fields into text on the way). Events a
+# second from the start of the command to its end, and the events stored.
+set -uo pipefail
+build=${1:-build}
+cli=$build/bin/posixtrace
+events=${PUSH_EVENTS:-2000000}
+source "$(dirname "$0")/common.sh"
+dir=$(mktemp -d /var/tmp/posixtrace-push-XXXXXX)
+server=
+trap '[ -z "$server" ] || { kill "$server"; wait "$server"; }; rm -rf "$dir"' EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+http_port=$(free_port)
+tcp_port=$(free_port)
+mkdir -p "$dir/data" "$dir/tmp"
+cat >"$dir/config.xml" <<CONFIG
+<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>$dir/server.log</log><errorlog>$dir/error.log</errorlog></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>$http_port</http_port><tcp_port>$tcp_port</tcp_port>
+  <path>$dir/data/</path><tmp_path>$dir/tmp/</tmp_path><user_files_path>$dir/files/</user_files_path>
+  <users_config>$dir/users.xml</users_config>
+  <default_profile>default</default_profile><default_database>default</default_database>
+  <mark_cache_size>67108864</mark_cache_size>
+</yandex>
+CONFIG
+cat >"$dir/users.xml" <<USERS
+<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <profile>default</profile><quota>default</quota></default></users>
+  <quotas><default></default></quotas>
+</yandex>
+USERS
+/usr/sbin/clickhouse-server --config-file="$dir/config.xml" >"$dir/server.out" 2>&1 &
+server=$!
+client() { clickhouse-client --host 127.0.0.1 --port "$tcp_port" "$@"; }
+for _ in $(seq 300); do client --query "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
+url=http://127.0.0.1:$http_port
+
+"$build/bench/bench_log" fill "$dir/push.log" "$events" >/dev/null
+in_log=$("$cli" dump "$dir/push.log" 2>&1 >/dev/null | grep -oE '[0-9]+ events' | cut -d' ' -f1)
+schema=$(dirname "$0")/../share/clickhouse.sql
+
+timed() { # label, shell command: into empty tables
+    local label=$1 command=$2 start end stored
+    client --query "DROP DATABASE IF EXISTS posixtrace"
+    client --multiquery <"$schema"
+    start=$(date +%s.%N)
+    bash -c "$command" >/dev/null 2>"$dir/err" || { echo "$label failed: $(tail -1 "$dir/err")"; return; }
+    end=$(date +%s.%N)
+    stored=$(client --query "SELECT count() FROM posixtrace.events FINAL")
+    printf "| %-58s | %8.2f | %10.0f | %10s of %s |\n" "$label" \
+        "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" \
+        "$(awk -v a="$start" -v b="$end" -v n="$in_log" 'BEGIN {print n / (b - a)}')" "$stored" "$in_log"
+}
+echo "pushing a log of $in_log events into ClickHouse $(client --query 'SELECT version()') on this machine"
+printf "| %-58s | %8s | %10s | %24s |\n" "how" "seconds" "events/s" "stored"
+printf "|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..60})" "$(printf -- '-%.0s' {1..10})" \
+    "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..26})"
+for run in 1 2; do
+    timed "posixtrace push (TabSeparated batches of 8 MiB)" "$cli push --clickhouse $url $dir/push.log"
+    timed "by hand: export --format jsonl | jq | clickhouse-client" \
+        "$cli export $dir/push.log --format jsonl | jq -c '.fields |= tojson' | clickhouse-client --host 127.0.0.1 --port $tcp_port --query 'INSERT INTO posixtrace.events FORMAT JSONEachRow'"
+done
