@@ -117,6 +117,18 @@ void EventRows::append_row(const LoggedEvent &event, std::string &out)
         append_json(event, thread_name, out);
     else
         append_tab_separated(event, thread_name, out);
+    count_row(event);
+}
+
+void EventRows::skip_row(const LoggedEvent &event)
+{
+    remember_thread_name(event);
+    count_row(event);
+}
+
+// The sequence and the losses reported so far move on past the event.
+void EventRows::count_row(const LoggedEvent &event)
+{
     ++sequence_;
     posix_trace_overflow_data overflow;
     if (event.info.posix_event_id == POSIX_TRACE_OVERFLOW && event.length >= sizeof overflow) {

@@ -32,6 +32,9 @@ public:
     // Appends the next event's row and a newline to `out`; events come in
     // the log's order.
     void append_row(const LoggedEvent &event, std::string &out);
+    // Counts the next event as append_row() would, without its row (one
+    // the engine holds already).
+    void skip_row(const LoggedEvent &event);
     bool has_origin() const { return has_origin_; }
     uint64_t next_sequence() const { return sequence_; }
 
@@ -45,6 +48,7 @@ private:
     std::string text(std::string_view value) const;
     int64_t monotonic_ns(uint64_t realtime_ns) const;
     void remember_thread_name(const LoggedEvent &event);
+    void count_row(const LoggedEvent &event);
     void append_json(const LoggedEvent &event, const std::string &thread_name,
                      std::string &out) const;
     void append_tab_separated(const LoggedEvent &event, const std::string &thread_name,

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "../event_format.hpp"
 #include "../export/event_rows.hpp"
 #include "../safe_text.hpp"
 #include "attributes/trace_origin.hpp"
@@ -169,12 +170,9 @@ void LogPusher::create_tables()
 uint64_t LogPusher::stored_prefix(const LogDescription &description)
 {
     const posix_trace_origin &origin = *description.origin;
-    std::string host = valid_utf8(origin.host_name), host_hex;
-    static const char digits[] = "0123456789ABCDEF";
-    for (unsigned char c : host) {
-        host_hex += digits[c >> 4];
-        host_hex += digits[c & 15];
-    }
+    std::string host = valid_utf8(origin.host_name);
+    std::string host_hex =
+        hex_text(reinterpret_cast<const unsigned char *>(host.data()), host.size());
     std::string answer = send("SELECT uniqExact(sequence), max(sequence) FROM posixtrace.events "
                               "WHERE `host.name` = unhex('" +
                                   host_hex + "') AND `stream.id` = toUUID('" +
@@ -232,7 +230,7 @@ PushOutcome LogPusher::push(TraceLog &log, ReadTally &tally, int &read_error)
     outcome.already_stored = stored_prefix(description);
     EventRows rows(description, EventRows::Format::TabSeparated);
     StreamTally stream;
-    std::string batch, skipped;
+    std::string batch;
     BatchSender sender([this](const std::string &rows_of_batch,
                               uint64_t stored) { send(kInsertEvents, rows_of_batch, stored); },
                        outcome.already_stored);
@@ -245,8 +243,7 @@ PushOutcome LogPusher::push(TraceLog &log, ReadTally &tally, int &read_error)
         stream.add(event);
         // Every event makes a row: the rows number the events and name the threads.
         if (rows.next_sequence() < outcome.already_stored) {
-            skipped.clear();
-            rows.append_row(event, skipped);
+            rows.skip_row(event);
             return;
         }
         rows.append_row(event, batch);
