@@ -132,6 +132,7 @@ TEST_LIB_OBJS := $(BUILD)/obj/userspace/lib/util/process_files.o \
                  $(BUILD)/obj/userspace/lib/sources/kernel/loop_ring_mirror.o \
                  $(BUILD)/obj/userspace/lib/store/stream_store.o \
                  $(BUILD)/obj/userspace/lib/store/event_buffer.o \
+                 $(BUILD)/obj/userspace/lib/store/lent_chunks.o \
                  $(BUILD)/obj/userspace/lib/store/loss_ledger.o \
                  $(BUILD)/obj/userspace/lib/store/loss_placement.o \
                  $(BUILD)/obj/userspace/lib/store/loss_reports.o \

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "store_support.hpp"
 #include "stream/stream_intake.hpp"
 
 using namespace posixtrace;
@@ -28,7 +29,7 @@ struct NotingOwner final : StreamIntake::Owner {
     {
         flushes.push_back(timestamp_ns);
         while (!store->empty()) // the log takes everything
-            store->pop();
+            take_oldest(*store);
     }
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override
     {
@@ -74,8 +75,8 @@ struct Intake {
     {
         std::vector<pt_record> read;
         while (!store.empty()) {
-            read.push_back(store.front());
-            store.pop();
+            read.push_back(oldest_of(store));
+            take_oldest(store);
         }
         return read;
     }

@@ -12,6 +12,7 @@
 
 #include "attributes/attributes.hpp"
 #include "store/stream_store.hpp"
+#include "store_support.hpp"
 
 using posixtrace::FullPolicy;
 using posixtrace::LossReport;
@@ -54,8 +55,8 @@ std::vector<Decision> offer(StreamStore &store, const FullPolicy &policy, int ev
 std::vector<uint64_t> stamps_of(StreamStore &store)
 {
     std::vector<uint64_t> stamps;
-    for (; !store.empty(); store.pop())
-        stamps.push_back(store.front().timestamp_ns);
+    for (; !store.empty(); take_oldest(store))
+        stamps.push_back(oldest_of(store).timestamp_ns);
     return stamps;
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("LOOP store: a read makes room, so the stream is full no more")
     auto policy = FullPolicy::make(POSIX_TRACE_LOOP);
     offer(store, *policy, 3);
     REQUIRE(store.full());
-    store.pop();
+    take_oldest(store);
     policy->after_read(store);
     CHECK_FALSE(store.full());
 }
@@ -158,10 +159,10 @@ TEST_CASE("UNTIL_FULL store: full until read empty, and a flush does not end it"
     store.set_full(true);
     policy->after_flush(store);
     CHECK(store.full());
-    store.pop();
+    take_oldest(store);
     policy->after_read(store);
     CHECK(store.full());
-    store.pop();
+    take_oldest(store);
     policy->after_read(store);
     CHECK_FALSE(store.full());
 }
@@ -210,13 +211,13 @@ TEST_CASE("store: events held apart are merged in among the events held, in time
     CHECK(store.merge_in(apart) == 0);
     std::vector<std::pair<uint64_t, uint32_t>> order;
     while (!store.empty()) {
-        const pt_record &record = store.front();
+        const pt_record &record = oldest_of(store);
         CHECK(record.data_len == kPayload);
         uint8_t expected = uint8_t(record.timestamp_ns + (record.event_id == kUserEvent ? 0 : 100));
         CHECK(std::all_of(record.data, record.data + kPayload,
                           [&](uint8_t byte) { return byte == expected; }));
         order.emplace_back(record.timestamp_ns, record.event_id - kUserEvent);
-        store.pop();
+        take_oldest(store);
     }
     CHECK(order == std::vector<std::pair<uint64_t, uint32_t>>{
                        {5, 1}, {10, 0}, {20, 0}, {20, 1}, {25, 1}, {30, 0}, {35, 1}, {36, 1}});
@@ -228,7 +229,7 @@ TEST_CASE("store: events held apart are merged in among the events held, in time
     }
     uint64_t refused = small.merge_in(apart);
     size_t held = 0;
-    for (; !small.empty(); small.pop())
+    for (; !small.empty(); take_oldest(small))
         ++held;
     CHECK(held + refused == 2 + apart.size());
     CHECK(refused > 0);

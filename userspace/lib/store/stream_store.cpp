@@ -5,15 +5,47 @@
 
 namespace posixtrace {
 
-StreamStore::StreamStore(size_t stream_size, int full_policy)
+StreamStore::StreamStore(size_t stream_size, int full_policy, int64_t realtime_offset_ns)
     : buffer_(stream_size +
-              (full_policy == POSIX_TRACE_UNTIL_FULL ? kStopEventBytes + kLossEventsBytes : 0))
+              (full_policy == POSIX_TRACE_UNTIL_FULL ? kStopEventBytes + kLossEventsBytes : 0)),
+      realtime_offset_ns_(realtime_offset_ns)
 {
+}
+
+// On a tie the stored event first: a system event comes before the records
+// stamped with it, as the merge delivers them.
+const StoredEvent *StreamStore::peek()
+{
+    std::optional<StoredEvent> lent = lent_.oldest_before(settled_before_ns_);
+    uint64_t lent_ns = lent ? uint64_t(int64_t(lent->timestamp_ns) + realtime_offset_ns_) : 0;
+    if (!buffer_.empty() && (!lent || buffer_.front().timestamp_ns <= lent_ns)) {
+        const pt_record &front = buffer_.front();
+        peeked_ = {&front, front.data, front.timestamp_ns};
+        peeked_lent_ = false;
+        return &peeked_;
+    }
+    if (!lent)
+        return nullptr;
+    peeked_ = {lent->header, lent->data, lent_ns};
+    peeked_lent_ = true;
+    return &peeked_;
+}
+
+void StreamStore::pop_peeked()
+{
+    if (!peeked_lent_) {
+        buffer_.pop();
+        return;
+    }
+    lent_read_ns_ = peeked_.timestamp_ns;
+    lent_.pop_oldest();
 }
 
 void StreamStore::clear()
 {
     buffer_.clear();
+    lent_.clear();
+    lent_read_ns_ = 0;
     beside_ = 0;
     full_ = false;
     head_loss_ = {};
@@ -125,7 +157,8 @@ public:
 };
 
 // The stream stops once full; it keeps room for its stop event and the
-// report of its losses.
+// report of its losses. Nothing it keeps is ever overwritten, so the
+// lanes' chunks may stay where they are until read.
 class UntilFullPolicy final : public FullPolicy {
 public:
     Decision make_room(StreamStore &store, const pt_record &record, size_t bytes,
@@ -134,10 +167,18 @@ public:
         if (phase == StreamPhase::StoppedFull)
             return Decision::Refuse;
         bool stop_event = record.event_id == POSIX_TRACE_STOP && record.cpu == PT_CPU_SYSTEM;
-        size_t room_kept = stop_event ? 0 : kStopEventBytes + kLossEventsBytes;
+        size_t room_kept = stop_event ? 0 : kRoomKept;
         return store.fits(bytes + room_kept) ? Decision::Store : Decision::StopThenRefuse;
     }
+    bool lends() const override { return true; }
+    bool has_room_to_lend(const StreamStore &store, size_t bytes, StreamPhase phase) const override
+    {
+        return phase == StreamPhase::Running && store.fits_beside(bytes + kRoomKept);
+    }
     void after_flush(StreamStore &) const override {}
+
+private:
+    static inline const size_t kRoomKept = kStopEventBytes + kLossEventsBytes;
 };
 
 // A full stream empties into its log.
@@ -181,10 +222,10 @@ uint64_t StreamStore::merge_in(const std::vector<HeldEvent> &events)
     };
     std::vector<uint8_t> data;
     for (size_t left = buffer_.used(); left > 0;) {
-        pt_record header = front();
-        data.assign(front().data, front().data + header.data_len);
+        pt_record header = buffer_.front();
+        data.assign(buffer_.front().data, buffer_.front().data + header.data_len);
         left -= stored_event_size(header.data_len);
-        pop();
+        buffer_.pop();
         put_before(header.timestamp_ns);
         push(header, data.data());
     }

@@ -2,6 +2,7 @@
 #include <posix_trace/events.h>
 #include <trace.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "attributes/attributes.hpp"
 #include "posixtrace.h"
 #include "store/event_buffer.hpp"
+#include "store/lent_chunks.hpp"
 
 namespace posixtrace {
 
@@ -43,22 +45,60 @@ class StreamStore {
 public:
     // Room for `stream_size` bytes of events, plus the closing room of the
     // policy (POSIX: events whose sizes add up to stream-min-size all fit).
-    StreamStore(size_t stream_size, int full_policy);
+    // `realtime_offset_ns`: realtime - monotonic, the stream's, for the
+    // chunks it keeps in place.
+    StreamStore(size_t stream_size, int full_policy, int64_t realtime_offset_ns = 0);
 
     bool valid() const { return buffer_.valid(); }
-    bool empty() const { return buffer_.empty(); }
+    // Nothing held, in the store or in place.
+    bool empty() const { return buffer_.empty() && lent_.empty(); }
     bool fits(size_t bytes) const { return buffer_.fits(bytes) && fits_beside(bytes); }
     // Bytes of the stream's events held beside the store until the stream
-    // flushes (LaneRuns): they take room in the stream too.
+    // flushes (LaneRuns), or kept where a lane wrote them (lend()): they
+    // take room in the stream too.
     bool fits_beside(size_t bytes) const
     {
-        return buffer_.used() + beside_ + bytes <= buffer_.capacity();
+        return buffer_.used() + beside_ + lent_.bytes() + bytes <= buffer_.capacity();
     }
     void hold_beside(size_t bytes) { beside_ += bytes; }
     void forget_beside() { beside_ = 0; }
-    const pt_record &front() const { return buffer_.front(); }
     void push(const pt_record &record, const void *data) { buffer_.push(record, data); }
-    void pop() { buffer_.pop(); }
+
+    // A lane's chunk kept in place, its records stamped (CLOCK_MONOTONIC)
+    // no earlier than the events pushed so far: they are read among the
+    // events pushed later, in timestamp order, once settle_before() passed
+    // them. `lane`: any token of the lane, whose chunks follow each other.
+    void lend(const void *lane, const LentChunks::Lent &chunk) { lent_.add(lane, chunk); }
+    // Whether a chunk of `lane` whose records are stamped from `first_ns` on
+    // would be read in its place: after what may have been read already,
+    // and after the lane's chunks lent before.
+    bool lends_in_order(const void *lane, uint64_t first_ns) const
+    {
+        return first_ns >= settled_before_ns_ && lent_.follows(lane, first_ns);
+    }
+    // Nothing stamped before `monotonic_ns` can come any more (the merge's
+    // safe point): what was lent before it may be read.
+    void settle_before(uint64_t monotonic_ns)
+    {
+        settled_before_ns_ = std::max(settled_before_ns_, monotonic_ns);
+    }
+    // The records lent and stamped at or after `monotonic_ns` go (the stream
+    // stopped there, full); returns how many events.
+    uint64_t cut_lent_from(uint64_t monotonic_ns) { return lent_.cut_from(monotonic_ns); }
+    // Records lent that could not be read as lent (the process wrote over
+    // them), since the last call: they are lost.
+    uint64_t take_damaged() { return lent_.take_damaged(); }
+    // Whether a record stamped `realtime_ns` would come after a younger one
+    // was read from a chunk lent.
+    bool read_past(uint64_t realtime_ns) const { return realtime_ns < lent_read_ns_; }
+
+    // The oldest event a reader may take, its stamp realtime (stored, or
+    // lent and settled); nullptr when there is none. Valid until the next
+    // call that changes the store.
+    const StoredEvent *peek();
+    // Takes the event peek() returned.
+    void pop_peeked();
+    bool readable() { return peek() != nullptr; }
     // Empties it and forgets every loss it held (posix_trace_clear).
     void clear();
     // An event held apart, its stamp realtime as the store's.
@@ -106,6 +146,11 @@ private:
     void overwrite_oldest();
 
     EventBuffer buffer_;
+    LentChunks lent_;
+    int64_t realtime_offset_ns_;
+    uint64_t settled_before_ns_ = 0; // monotonic
+    uint64_t lent_read_ns_ = 0;      // realtime: the latest lent record read
+    bool peeked_lent_ = false;
     size_t beside_ = 0;
     bool full_ = false;
     LossReport head_loss_;         // LOOP overwrote the oldest events
@@ -113,6 +158,7 @@ private:
     bool resume_due_ = false;      // a resume event follows head_loss_
     uint64_t last_dropped_ns_ = 0; // realtime; LOOP's latest overwritten event
     LossReport refused_;           // UNTIL_FULL refused them while full
+    StoredEvent peeked_{};
 };
 
 // One object per stream full policy: what becomes of an event that does
@@ -131,6 +177,14 @@ public:
 
     virtual Decision make_room(StreamStore &store, const pt_record &record, size_t bytes,
                                StreamPhase phase) const = 0;
+    // Whether the store may keep lanes' chunks in place (LentChunks), and
+    // has room for one of `bytes` now; false leaves the chunk's records to
+    // come one by one, through make_room().
+    virtual bool lends() const { return false; }
+    virtual bool has_room_to_lend(const StreamStore &, size_t /*bytes*/, StreamPhase) const
+    {
+        return false;
+    }
     // A reader took an event: the store stays full until read empty, but
     // under LOOP the room taken is room made.
     virtual void after_read(StreamStore &store) const;

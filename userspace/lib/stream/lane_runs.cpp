@@ -49,11 +49,11 @@ LaneRuns::Encoded LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &
             continue;
         const pt_record &record = *next.record;
         if (first &&
-            (record.timestamp_ns < chunk.not_before_ns || !judge.kept(record.timestamp_ns)))
+            (record.timestamp_ns < chunk.not_before_ns || !judge.records.kept(record.timestamp_ns)))
             return Encoded::Refused;
         first = false;
         if (record.event_id != judged_id) {
-            if (!judge.as_numbered(record))
+            if (!judge.records.as_numbered(record))
                 return Encoded::Refused;
             if (!name(record.event_id, rest, judge))
                 return Encoded::NoRoom;

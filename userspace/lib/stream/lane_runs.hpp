@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "log/log_writer.hpp"
+#include "stream/chunk_judge.hpp"
 #include "stream/ring_merger.hpp"
 #include "util/fork_wiped_memory.hpp"
 
@@ -23,13 +24,10 @@ namespace posixtrace {
 // events it holds.
 class LaneRuns {
 public:
-    // What the stream decides about the records of a chunk; each false
-    // leaves the whole chunk to the merge.
+    // What the stream decides about the records of a chunk, and the names
+    // of their types.
     struct Judge {
-        // Not cut off (posix_trace_clear), at CLOCK_MONOTONIC.
-        std::function<bool(uint64_t monotonic_ns)> kept;
-        // A user event the stream numbers as the lane does.
-        std::function<bool(const pt_record &)> as_numbered;
+        ChunkJudge records;
         log::LogWriter::NameLookup name_of;
     };
     // What a run must have room for: a lane's chunk converted, its names.

@@ -52,10 +52,9 @@ bool LogHandOff::move_all()
     };
     while (parts_.reader.take_loss_report(report, loss))
         append(report, &loss);
-    while (!parts_.store.empty()) {
-        const pt_record &record = parts_.store.front();
-        append(record, record.data);
-        parts_.store.pop();
+    while (const StoredEvent *event = parts_.store.peek()) {
+        append(*event->header, event->data); // stored: its stamp realtime already
+        parts_.store.pop_peeked();
     }
     if (runs_)
         runs_->hand_over_before(UINT64_MAX, later_ns);
@@ -172,16 +171,16 @@ void LogHandOff::drop_for_failed_log()
         ++dropped;
     pt_record error_record{};
     std::optional<posix_trace_error_data> error;
-    while (!parts_.store.empty()) {
-        const pt_record &record = parts_.store.front();
+    while (const StoredEvent *event = parts_.store.peek()) {
+        const pt_record &record = *event->header;
         if (record.event_id == POSIX_TRACE_ERROR && record.data_len == sizeof *error) {
             error_record = record;
             error.emplace();
-            std::memcpy(&*error, record.data, sizeof *error);
+            std::memcpy(&*error, event->data, sizeof *error);
         } else {
             ++dropped;
         }
-        parts_.store.pop();
+        parts_.store.pop_peeked();
     }
     if (error)
         parts_.store.push(error_record, &*error); // already counted, already in realtime

@@ -3,8 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "posixtrace.h"
+#include "sources/lent_chunk.hpp"
 
 namespace posixtrace {
 
@@ -92,6 +94,10 @@ public:
     // record crosses from one to the next; 0 for others. A whole chunk's
     // records may be taken at once (RingMerger::Sinks::chunk).
     virtual uint64_t chunk_bytes() const { return 0; }
+    // The whole chunk at `position` (a chunk's start; every record in it
+    // committed, none delivered) is lent to the caller; nullopt: the ring
+    // keeps it, and its records are read as any.
+    virtual std::optional<LentChunk> lend_chunk(uint64_t /*position*/) { return std::nullopt; }
 
     // Whether every record is stamped no earlier than the one before it (a
     // ring with one writer at a time, which stamps after it reserves); the

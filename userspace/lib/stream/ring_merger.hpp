@@ -47,7 +47,7 @@ public:
     // older than the safe point of the pass; a record stamped before
     // `not_before_ns` (what was delivered last) would come late.
     struct Chunk {
-        const RecordRing &ring;
+        RecordRing &ring; // a sink may borrow it (RecordRing::lend_chunk)
         uint64_t from, to;
         uint64_t not_before_ns;
     };

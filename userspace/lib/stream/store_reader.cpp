@@ -45,18 +45,33 @@ StoreReader::Read StoreReader::read(const EventDestination &to)
         copy_event_out(report, &loss, to); // a resume event's data_len is 0
         return Read::Report;
     }
-    if (store_.empty())
+    const StoredEvent *event = store_.peek();
+    if (!event)
         return Read::Nothing;
-    const pt_record &record = store_.front();
-    copy_event_out(record, record.data, to);
-    store_.pop();
+    pt_record header = *event->header;
+    header.timestamp_ns = event->timestamp_ns;
+    copy_event_out(header, event->data, to);
+    store_.pop_peeked();
+    count_damaged();
     return Read::Event;
+}
+
+// What a process wrote over in a chunk the store kept in place was counted
+// recorded when the chunk was lent: lost now, and reported by the drain's
+// next pass.
+void StoreReader::count_damaged()
+{
+    if (uint64_t damaged = store_.take_damaged()) {
+        ledger_.take_back_recorded(damaged);
+        ledger_.count_stream_loss(StreamLoss::Refused, damaged);
+        ledger_.owe_report(damaged);
+    }
 }
 
 // The eventfd is a level: non-zero exactly while getnext has something.
 void StoreReader::update_readable(bool shut_down)
 {
-    bool available = shut_down || store_.report_due() || !store_.empty();
+    bool available = shut_down || store_.report_due() || store_.readable();
     if (available == signaled_)
         return;
     if (available)

@@ -31,6 +31,8 @@ public:
     bool take_loss_report(pt_record &record, posix_trace_overflow_data &loss);
     // A stream shut down is readable for good: getnext answers EINVAL.
     void update_readable(bool shut_down);
+    // Records of chunks kept in place that could not be read, counted lost.
+    void count_damaged();
 
 private:
     StreamStore &store_;

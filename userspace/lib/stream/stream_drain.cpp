@@ -83,8 +83,14 @@ void StreamDrain::merge(uint64_t now_ns)
             return log->take_chunk(chunk);
         };
         sinks.unfinished_waits_after_ns = unfinished_chunks_wait_after(now_ns);
+    } else if (intake.lends_chunks()) {
+        sinks.chunk = [&intake](const RingMerger::Chunk &chunk) {
+            return intake.lend_chunk(chunk);
+        };
+        sinks.unfinished_waits_after_ns = unfinished_chunks_wait_after(now_ns);
     }
     safe_ns_ = std::max(safe_ns_, merger().merge(now_ns, parts_.system_events.events(), sinks));
+    parts_.store.settle_before(safe_ns_);
     // Claimed records older than what a lane took back went with it (LOOP):
     // reported with this pass's other losses, before anything younger.
     if (uint64_t older = merger().take_dropped_older())
@@ -98,7 +104,8 @@ void StreamDrain::merge(uint64_t now_ns)
 
 // A drain that keeps up with a thread would read the chunk it writes a
 // record at a time, through every stage and into the store, at several
-// times the cost of taking the chunk whole into a run once it is written.
+// times the cost of taking the chunk whole (into a run, or kept in place)
+// once it is written.
 // So a chunk begun recently waits; one a flush waits for does not, and the
 // flush's safe point is never held past its time.
 uint64_t StreamDrain::unfinished_chunks_wait_after(uint64_t now_ns) const

@@ -25,6 +25,12 @@ void StreamIntake::deliver(const pt_record &record, const uint8_t *data, Process
 
 void StreamIntake::store(const pt_record &record, const void *data)
 {
+    // Only a clock that broke the merge's argument brings a record older
+    // than one read already from a chunk kept in place.
+    if (store_.read_past(uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_))) {
+        note_loss(StreamLoss::Late, 1);
+        return;
+    }
     size_t bytes = stored_event_size(record.data_len);
     switch (policy_.make_room(store_, record, bytes, phase_)) {
     case FullPolicy::Decision::Store:
@@ -93,15 +99,93 @@ void StreamIntake::push(pt_record record, const void *data)
 }
 
 // The stream's last event is the stop event, stamped with the first event
-// that did not fit, in the room the store kept for it.
+// that did not fit, in the room the store kept for it. What the lanes' chunks
+// kept in place hold from then on is refused as what came after it.
 void StreamIntake::stop_full(uint64_t timestamp_ns)
 {
     owner_.stop_recording_while_full();
     store_.set_full(true);
     ledger_.set_overrun();
+    if (uint64_t after = store_.cut_lent_from(timestamp_ns)) {
+        ledger_.take_back_recorded(after);
+        ledger_.count_stream_loss(StreamLoss::Refused, after);
+        store_.add_refused(after);
+    }
     posix_trace_stop_data cause{POSIX_TRACE_STOP_STREAM_FULL};
     if (!filters_.filters(POSIX_TRACE_STOP))
         push(owner_.system_record(POSIX_TRACE_STOP, timestamp_ns, sizeof cause), &cause);
+}
+
+namespace {
+
+struct JudgedChunk {
+    uint64_t first_ns = 0, last_ns = 0;
+    size_t bytes = 0;
+    uint32_t events = 0;
+};
+
+// Every record committed, none older than the one before it nor than what
+// the merge delivered, and each one the stages would store as it is.
+std::optional<JudgedChunk> judge_chunk(const RingMerger::Chunk &chunk, const ChunkJudge &judge)
+{
+    JudgedChunk judged;
+    uint64_t latest_ns = chunk.not_before_ns;
+    uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
+    for (uint64_t at = chunk.from; at < chunk.to;) {
+        RecordRing::Record next = chunk.ring.at(at);
+        at += next.size;
+        if (next.slot == RecordRing::Slot::Busy || next.slot == RecordRing::Slot::Damaged)
+            return std::nullopt;
+        if (next.slot == RecordRing::Slot::Discarded)
+            continue;
+        const pt_record &record = *next.record;
+        if (record.timestamp_ns < latest_ns ||
+            (judged.events == 0 && !judge.kept(record.timestamp_ns)))
+            return std::nullopt;
+        if (record.event_id != judged_id) {
+            if (!judge.as_numbered(record))
+                return std::nullopt;
+            judged_id = record.event_id;
+        }
+        if (judged.events++ == 0)
+            judged.first_ns = record.timestamp_ns;
+        latest_ns = record.timestamp_ns;
+        judged.bytes += stored_event_size(record.data_len);
+    }
+    judged.last_ns = latest_ns;
+    if (!judged.events)
+        return std::nullopt;
+    return judged;
+}
+
+} // namespace
+
+std::optional<uint64_t> StreamIntake::lend_chunk(const RingMerger::Chunk &chunk)
+{
+    if (!lends_chunks())
+        return std::nullopt;
+    std::optional<JudgedChunk> judged = judge_chunk(chunk, *judge_);
+    if (!judged || !store_.lends_in_order(&chunk.ring, judged->first_ns) ||
+        !policy_.has_room_to_lend(store_, judged->bytes, phase_))
+        return std::nullopt;
+    std::optional<LentChunk> memory = chunk.ring.lend_chunk(chunk.from);
+    if (!memory)
+        return std::nullopt;
+    store_.lend(&chunk.ring, {*memory, 0, uint32_t(chunk.to - chunk.from), judged->first_ns,
+                              judged->last_ns, judged->bytes, judged->events});
+    ledger_.count_recorded(judged->events);
+    count_damaged();
+    return judged->last_ns;
+}
+
+// What the process wrote over in a chunk between its judging and its
+// reading is lost there.
+void StreamIntake::count_damaged()
+{
+    if (uint64_t damaged = store_.take_damaged()) {
+        ledger_.take_back_recorded(damaged);
+        note_loss(StreamLoss::Refused, damaged);
+    }
 }
 
 } // namespace posixtrace

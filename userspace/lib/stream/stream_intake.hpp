@@ -2,12 +2,16 @@
 #include <trace.h>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "posixtrace.h"
 #include "stages/filter_history.hpp"
 #include "stages/record_pipeline.hpp"
 #include "store/loss_ledger.hpp"
 #include "store/stream_store.hpp"
+#include "stream/chunk_judge.hpp"
+#include "stream/ring_merger.hpp"
 
 namespace posixtrace {
 
@@ -55,11 +59,21 @@ public:
     // the policy's own overwriting is (its report leads what is left).
     void overwrite_before(uint64_t monotonic_ns);
 
+    // Whole chunks of the lanes whose records `judge` passes stay where the
+    // lanes wrote them, kept by the store until read, under a full policy
+    // that lends (the copy into the store was most of what a record cost).
+    void lend_chunks_judged_by(ChunkJudge judge) { judge_ = std::move(judge); }
+    bool lends_chunks() const { return judge_ && policy_.lends(); }
+    // RingMerger's chunk sink: the chunk kept in place, counted recorded,
+    // and its latest stamp; nullopt, and the merge reads it.
+    std::optional<uint64_t> lend_chunk(const RingMerger::Chunk &chunk);
+
 private:
     void refuse(const pt_record &record, const void *data);
     void push(pt_record record, const void *data);
     void stop_full(uint64_t timestamp_ns);
     void count_overwritten();
+    void count_damaged();
 
     StreamStore &store_;
     const FullPolicy &policy_;
@@ -69,6 +83,7 @@ private:
     const StreamPhase &phase_;
     int64_t realtime_offset_ns_;
     Owner &owner_;
+    std::optional<ChunkJudge> judge_;
 };
 
 } // namespace posixtrace

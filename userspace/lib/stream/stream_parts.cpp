@@ -53,7 +53,8 @@ int StreamParts::assemble(pid_t target, const Attributes &attributes, int log_fd
     if (int err = select_thread_event_programs())
         return err;
 
-    store = std::make_unique<StreamStore>(attributes.stream_size, attributes.stream_full_policy);
+    store = std::make_unique<StreamStore>(attributes.stream_size, attributes.stream_full_policy,
+                                          realtime_offset_ns);
     if (!store->valid())
         return ENOMEM;
     reader.emplace(*store, ledger, filters, *system_events);
@@ -74,6 +75,8 @@ int StreamParts::assemble(pid_t target, const Attributes &attributes, int log_fd
         drain->hand_runs_to(log.get());
         if (recording.has_lanes())
             take_lane_runs();
+    } else if (recording.has_lanes()) {
+        intake->lend_chunks_judged_by(chunk_judge());
     }
     return 0;
 }
@@ -100,18 +103,23 @@ int StreamParts::open_log(int log_fd, pid_t target, const Attributes &attributes
                                   run_bytes_wanted, progress, out);
 }
 
+// A chunk of a lane is taken whole when the stages would pass each of its
+// records as it is.
+ChunkJudge StreamParts::chunk_judge()
+{
+    return {[this](uint64_t ns) { return pipeline->cut_offs().of(ns) == CutOffs::Verdict::Keep; },
+            [this](const pt_record &record) {
+                return classify(record) == RecordKind::UserEvent &&
+                       !(record.flags & PT_RECORD_NOTICE_ONLY) &&
+                       pipeline->user_ids().keeps_id(record);
+            }};
+}
+
 // Whole chunks of the lanes go to the log as runs when the stream would
 // store each of their records as it came.
 void StreamParts::take_lane_runs()
 {
-    LaneRuns::Judge judge{
-        [this](uint64_t ns) { return pipeline->cut_offs().of(ns) == CutOffs::Verdict::Keep; },
-        [this](const pt_record &record) {
-            return classify(record) == RecordKind::UserEvent &&
-                   pipeline->user_ids().keeps_id(record);
-        },
-        [this](uint32_t id) { return event_types->name_of(id); }};
-    log->take_runs(std::move(judge));
+    log->take_runs({chunk_judge(), [this](uint32_t id) { return event_types->name_of(id); }});
 }
 
 int StreamParts::select_thread_event_programs()

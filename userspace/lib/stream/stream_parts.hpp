@@ -82,6 +82,7 @@ private:
                  std::unique_ptr<log::LogWriter> &out);
     void assemble_store(const Attributes &attributes, const Holder &holder,
                         uint64_t rings_created_after_ns);
+    ChunkJudge chunk_judge();
     void take_lane_runs();
 };
 

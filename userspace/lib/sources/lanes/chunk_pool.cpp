@@ -46,7 +46,8 @@ uint32_t ChunkPool::take()
         return kNone;
     uint32_t taken = taken_.load(std::memory_order_relaxed);
     do {
-        if (taken >= allowed_.load(std::memory_order_relaxed))
+        if (taken >=
+            allowed_.load(std::memory_order_relaxed) + lent_.load(std::memory_order_relaxed))
             return kNone;
     } while (!taken_.compare_exchange_weak(taken, taken + 1, std::memory_order_relaxed));
     if (uint32_t chunk = pop(); chunk != kNone)
@@ -64,6 +65,18 @@ void ChunkPool::give(uint32_t chunk)
 {
     push(chunk);
     taken_.fetch_sub(1, std::memory_order_release);
+}
+
+void ChunkPool::lend(uint32_t)
+{
+    lent_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Given first: a writer in between finds more room, never less.
+void ChunkPool::give_lent(uint32_t chunk)
+{
+    give(chunk);
+    lent_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void ChunkPool::push(uint32_t chunk)

@@ -35,6 +35,13 @@ public:
     uint32_t take();
     // A chunk nobody reads or writes any more is free again.
     void give(uint32_t chunk);
+    // A taken chunk whose records a reader keeps in place (the stream's
+    // store, LentChunks) counts no more against what the writers may take:
+    // they keep the room the stream allows them, as if it were copied out.
+    // It comes back with give_lent().
+    void lend(uint32_t chunk);
+    void give_lent(uint32_t chunk);
+    uint32_t lent() const { return lent_.load(std::memory_order_relaxed); }
 
     // How many chunks may be taken at once.
     void allow(uint32_t chunks);
@@ -61,6 +68,7 @@ private:
     std::atomic<uint32_t> made_{0};
     std::atomic<uint32_t> taken_{0};
     std::atomic<uint32_t> allowed_{0};
+    std::atomic<uint32_t> lent_{0};
 };
 
 } // namespace posixtrace

@@ -149,6 +149,10 @@ public:
     }
 
     uint64_t chunk_bytes() const override { return lane_.ring.chunk_bytes(); }
+    std::optional<LentChunk> lend_chunk(uint64_t position) override
+    {
+        return lane_.ring.lend_chunk(position);
+    }
 
     void release(uint64_t position) override
     {

@@ -183,6 +183,22 @@ void LocalRing::hand_back_chunks_before(uint64_t position)
     }
 }
 
+// Marked as a chunk taken back is, so that it is not handed back from here.
+std::optional<LentChunk> LocalRing::lend_chunk(uint64_t position)
+{
+    size_t chunk_bytes = pool_.chunk_bytes();
+    if (!mapped() || position % chunk_bytes || position + chunk_bytes > claimed_ ||
+        position < __atomic_load_n(&handed_back_, __ATOMIC_RELAXED))
+        return std::nullopt;
+    uint32_t &entry = entry_of(position);
+    uint32_t chunk = __atomic_load_n(&entry, __ATOMIC_RELAXED);
+    if (chunk & kChunkFlags)
+        return std::nullopt;
+    __atomic_fetch_or(&entry, kChunkFlags, __ATOMIC_RELAXED);
+    pool_.lend(chunk);
+    return LentChunk{&pool_, chunk, pool_.address(chunk)};
+}
+
 void LocalRing::release(uint64_t position)
 {
     hand_back_chunks_before(position);

@@ -71,6 +71,9 @@ public:
     // The reader's side, besides RecordRing.
     bool in_timestamp_order() const override { return true; }
     uint64_t chunk_bytes() const override { return pool_.chunk_bytes(); }
+    // Only a chunk the reader has claimed (its writer takes none of those
+    // back) and that no record given up may still be written in.
+    std::optional<LentChunk> lend_chunk(uint64_t position) override;
     // A window of `ahead` bytes at a time, claimed: the writer takes back
     // only what lies past it. A ring whose writer takes nothing back is
     // read whole: kWhole.

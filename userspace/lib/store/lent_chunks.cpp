@@ -1,0 +1,207 @@
+#include "store/lent_chunks.hpp"
+
+#include <linux/bpf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "attributes/attributes.hpp"
+#include "sources/lanes/chunk_pool.hpp"
+
+namespace posixtrace {
+namespace {
+
+enum class Parsed { Record, Filler, Damaged };
+
+constexpr uint32_t kPrefetchAheadBytes = 512;
+
+// The frame at `at` as a lane writes it (a BPF ring buffer's: an 8-byte
+// header, then the record), checked against its chunk: `event` and the
+// frame's bytes in `span`.
+Parsed parse(const LentChunks::Lent &chunk, uint32_t at, pt_record &header, const uint8_t *&data,
+             uint32_t &span)
+{
+    if (chunk.to - at < BPF_RINGBUF_HDR_SZ)
+        return Parsed::Damaged;
+    const uint8_t *frame = chunk.memory.bytes + at;
+    uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(frame), __ATOMIC_RELAXED);
+    if (length & BPF_RINGBUF_BUSY_BIT)
+        return Parsed::Damaged;
+    uint32_t record_bytes = length & ~BPF_RINGBUF_DISCARD_BIT;
+    uint64_t bytes = (uint64_t(record_bytes) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
+    if (bytes > chunk.to - at)
+        return Parsed::Damaged;
+    span = uint32_t(bytes);
+    if (length & BPF_RINGBUF_DISCARD_BIT)
+        return Parsed::Filler;
+    if (record_bytes < PT_RECORD_HEADER_SIZE)
+        return Parsed::Damaged;
+    std::memcpy(&header, frame + BPF_RINGBUF_HDR_SZ, PT_RECORD_HEADER_SIZE);
+    if (header.data_len > record_bytes - PT_RECORD_HEADER_SIZE)
+        return Parsed::Damaged;
+    data = frame + BPF_RINGBUF_HDR_SZ + PT_RECORD_HEADER_SIZE;
+    return Parsed::Record;
+}
+
+} // namespace
+
+LentChunks::LentChunks() : pid_(getpid()) {}
+
+void LentChunks::add(const void *lane, const Lent &chunk)
+{
+    auto holding = std::find_if(lanes_.begin(), lanes_.end(),
+                                [lane](const Lane &each) { return each.key == lane; });
+    if (holding == lanes_.end())
+        holding = lanes_.insert(lanes_.end(), Lane{lane, {}, false, 0, {}});
+    holding->chunks.push_back(chunk);
+    bytes_ += chunk.bytes;
+    if (holding->chunks.size() > 1)
+        return;
+    find_next(*holding);
+    if (holding->chunks.empty()) // nothing in it could be read
+        lanes_.erase(holding);
+}
+
+bool LentChunks::follows(const void *lane, uint64_t first_ns) const
+{
+    auto holding = std::find_if(lanes_.begin(), lanes_.end(),
+                                [lane](const Lane &each) { return each.key == lane; });
+    return holding == lanes_.end() || first_ns >= holding->chunks.back().last_ns;
+}
+
+// Each record is stamped no earlier than the one before it in its chunk,
+// and no later than the chunk's latest when lent: the order the merge
+// placed the chunk in.
+void LentChunks::find_next(Lane &lane)
+{
+    lane.has_next = false;
+    while (!lane.chunks.empty()) {
+        Lent &chunk = lane.chunks.front();
+        while (chunk.from < chunk.to) {
+            uint32_t span = 0;
+            Parsed parsed = parse(chunk, chunk.from, lane.next, lane.next_data, span);
+            if (parsed == Parsed::Filler) {
+                chunk.from += span;
+                continue;
+            }
+            uint64_t stamp = lane.next.timestamp_ns;
+            if (parsed == Parsed::Damaged || stamp < chunk.read_ns || stamp > chunk.last_ns ||
+                chunk.events == 0) {
+                damaged_ += chunk.events;
+                chunk.events = 0;
+                break;
+            }
+            lane.next_span = span;
+            lane.has_next = true;
+            // A reader walks the chunk in order, memory another CPU wrote.
+            if (chunk.to - chunk.from > kPrefetchAheadBytes)
+                __builtin_prefetch(chunk.memory.bytes + chunk.from + kPrefetchAheadBytes);
+            return;
+        }
+        give_back_front(lane);
+    }
+}
+
+void LentChunks::give_back_front(Lane &lane)
+{
+    Lent &chunk = lane.chunks.front();
+    bytes_ -= chunk.bytes;
+    if (getpid() == pid_)
+        chunk.memory.pool->give_lent(chunk.memory.chunk);
+    lane.chunks.pop_front();
+}
+
+std::optional<StoredEvent> LentChunks::oldest_before(uint64_t before_ns)
+{
+    const Lane *oldest = nullptr;
+    for (size_t index = 0; index < lanes_.size(); ++index) {
+        const Lane &lane = lanes_[index];
+        if (!lane.has_next || lane.next.timestamp_ns >= before_ns ||
+            (oldest && lane.next.timestamp_ns >= oldest->next.timestamp_ns))
+            continue;
+        oldest = &lane;
+        oldest_ = index;
+    }
+    if (!oldest)
+        return std::nullopt;
+    return StoredEvent{&oldest->next, oldest->next_data, oldest->next.timestamp_ns};
+}
+
+void LentChunks::pop_oldest()
+{
+    Lane &lane = lanes_[oldest_];
+    Lent &chunk = lane.chunks.front();
+    chunk.from += lane.next_span;
+    chunk.read_ns = lane.next.timestamp_ns;
+    --chunk.events;
+    find_next(lane);
+    if (lane.chunks.empty()) { // a lane that lends nothing more costs no look
+        lanes_[oldest_] = std::move(lanes_.back());
+        lanes_.pop_back();
+    }
+}
+
+// The events of `chunk` from its first record stamped at or after
+// `from_ns` on, and where that one starts; what cannot be read any more
+// is counted too (it goes with them).
+uint64_t LentChunks::events_from(const Lent &chunk, uint64_t from_ns, uint32_t &cut_at,
+                                 size_t &cut_bytes) const
+{
+    uint32_t at = chunk.from;
+    uint64_t before = 0;
+    pt_record header;
+    const uint8_t *data = nullptr;
+    cut_at = chunk.to;
+    cut_bytes = 0;
+    while (at < chunk.to) {
+        uint32_t span = 0;
+        Parsed parsed = parse(chunk, at, header, data, span);
+        if (parsed == Parsed::Damaged)
+            break;
+        if (parsed == Parsed::Record) {
+            if (header.timestamp_ns >= from_ns) {
+                cut_at = at;
+                break;
+            }
+            ++before;
+            cut_bytes += stored_event_size(header.data_len);
+        }
+        at += span;
+    }
+    cut_bytes = chunk.bytes - std::min(cut_bytes, chunk.bytes);
+    return chunk.events - std::min<uint64_t>(before, chunk.events);
+}
+
+uint64_t LentChunks::cut_from(uint64_t from_ns)
+{
+    uint64_t cut = 0;
+    for (Lane &lane : lanes_) {
+        for (Lent &chunk : lane.chunks) {
+            if (chunk.last_ns < from_ns)
+                continue;
+            uint32_t cut_at = 0;
+            size_t cut_bytes = 0;
+            uint64_t events = events_from(chunk, from_ns, cut_at, cut_bytes);
+            cut += events;
+            chunk.events -= uint32_t(events);
+            chunk.to = cut_at;
+            chunk.bytes -= cut_bytes;
+            bytes_ -= cut_bytes;
+        }
+        find_next(lane);
+    }
+    std::erase_if(lanes_, [](const Lane &lane) { return lane.chunks.empty(); });
+    return cut;
+}
+
+void LentChunks::clear()
+{
+    for (Lane &lane : lanes_)
+        while (!lane.chunks.empty())
+            give_back_front(lane);
+    lanes_.clear();
+    bytes_ = 0;
+}
+
+} // namespace posixtrace
