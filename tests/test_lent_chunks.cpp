@@ -27,6 +27,8 @@ constexpr int64_t kRealtimeOffset = 1'000'000;
 constexpr uint32_t kPayload = 64;
 constexpr uint64_t kChunkBytes = 4096;
 const uint64_t kPerChunk = kChunkBytes / RecordRing::span_of(PT_RECORD_HEADER_SIZE + kPayload);
+// A stream lends only while it has room for more than a few MiB beside.
+constexpr size_t kRoomForMany = 100'000;
 
 struct Owner final : StreamIntake::Owner {
     void stop_recording_while_full() override
@@ -62,7 +64,7 @@ struct Lane {
         pt_record *record = ring.reserve(kPayload);
         REQUIRE(record);
         record->timestamp_ns = stamp;
-        record->event_id = POSIX_TRACE_UNNAMED_USEREVENT;
+        record->event_id = POSIX_TRACE_USER_EVENT_FIRST;
         record->pid = uint32_t(kTarget);
         record->data_len = kPayload;
         std::memset(record->data, 0, kPayload);
@@ -150,7 +152,7 @@ std::vector<uint64_t> stamps_from(uint64_t first, uint64_t step, uint64_t count)
 TEST_CASE("lent chunks: read in place among the store's events, oldest first, once settled",
           "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, 2 * kPerChunk))
         lane.write(stamp);
@@ -179,7 +181,7 @@ TEST_CASE("lent chunks: read in place among the store's events, oldest first, on
 
 TEST_CASE("lent chunks: two lanes read merged by stamp", "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane odd(stream.pool), even(stream.pool);
     for (uint64_t i = 0; i < kPerChunk; ++i) {
         odd.write(2 * i + 1);
@@ -196,7 +198,7 @@ TEST_CASE("lent chunks: two lanes read merged by stamp", "[lent-chunks]")
 TEST_CASE("lent chunks: a chunk the stages must judge record by record is not lent",
           "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, kPerChunk))
         lane.write(stamp);
@@ -224,7 +226,15 @@ TEST_CASE("lent chunks: a chunk the stages must judge record by record is not le
              [](const pt_record &record) { return record.event_id != kRenumbered; }});
         CHECK_FALSE(stream.intake.lend_chunk(lane.chunk(0)));
     }
-    SECTION("no room in the stream")
+    SECTION("a chunk mostly empty (its lane closed it early)")
+    {
+        Lane other(stream.pool);
+        for (uint64_t stamp : stamps_from(100, 10, kPerChunk / 2))
+            other.write(stamp);
+        other.close();
+        CHECK_FALSE(stream.intake.lend_chunk(other.chunk(0)));
+    }
+    SECTION("a stream too small to keep the last of its room for the merge")
     {
         Store small(kPerChunk / 2);
         Lane other(small.pool);
@@ -238,9 +248,22 @@ TEST_CASE("lent chunks: a chunk the stages must judge record by record is not le
     CHECK(stream.ledger.counters().recorded == 0);
 }
 
+TEST_CASE("lent chunks: only a chunk a few passes ahead of the merge's safe point is lent",
+          "[lent-chunks]")
+{
+    Store stream(kRoomForMany);
+    Lane lane(stream.pool);
+    for (uint64_t stamp : stamps_from(1'000'000'000, 10, kPerChunk))
+        lane.write(stamp);
+    lane.close();
+    CHECK_FALSE(stream.intake.lend_chunk(lane.chunk(0))); // a record being written held it back
+    stream.store.settle_before(999'000'000);
+    CHECK(stream.intake.lend_chunk(lane.chunk(0)));
+}
+
 TEST_CASE("lent chunks: a chunk older than one its lane lent before is not lent", "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, kPerChunk))
         lane.write(stamp);
@@ -255,7 +278,7 @@ TEST_CASE("lent chunks: a chunk older than one its lane lent before is not lent"
 TEST_CASE("lent chunks: a record the process wrote over ends its chunk there, counted lost",
           "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, 2 * kPerChunk))
         lane.write(stamp);
@@ -283,6 +306,14 @@ TEST_CASE("lent chunks: a record the process wrote over ends its chunk there, co
     {
         *reinterpret_cast<uint64_t *>(header + 2) = 1'000'000;
     }
+    SECTION("made a system event")
+    {
+        header[2 + 8] = POSIX_TRACE_STOP;
+    }
+    SECTION("made a notice")
+    {
+        reinterpret_cast<uint16_t *>(header + 2 + 11)[0] = PT_RECORD_NOTICE_ONLY;
+    }
     stream.store.settle_before(UINT64_MAX);
     std::vector<uint64_t> expected = stamps_from(100, 10, 5);
     std::vector<uint64_t> second = stamps_from(100 + kPerChunk * 10, 10, kPerChunk);
@@ -292,34 +323,51 @@ TEST_CASE("lent chunks: a record the process wrote over ends its chunk there, co
     CHECK(stream.pool.lent() == 0);
 }
 
-TEST_CASE("lent chunks: UNTIL_FULL's stop cuts what was lent from its stamp on", "[lent-chunks]")
+TEST_CASE("lent chunks: a record discarded after it was lent is counted lost", "[lent-chunks]")
 {
-    Store stream(kPerChunk + kPerChunk / 2);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, kPerChunk))
         lane.write(stamp);
     lane.close();
     REQUIRE(stream.intake.lend_chunk(lane.chunk(0)));
-    uint64_t stamp = 101;
-    for (; stream.owner.stops == 0; stamp += 10)
-        stream.store_event(stamp); // one between each two of the lane's, until it is full
-    uint64_t stopped_at = stamp - 10;
+    *lane.header_of(0, 5) |= BPF_RINGBUF_DISCARD_BIT;
+    stream.store.settle_before(UINT64_MAX);
+    CHECK(stream.read_all().size() == kPerChunk - 1);
+    CHECK(stream.store.take_damaged() == 1);
+}
+
+TEST_CASE("lent chunks: UNTIL_FULL's stop cuts what was lent from its stamp on", "[lent-chunks]")
+{
+    Store stream(kRoomForMany);
+    Lane lane(stream.pool);
+    for (uint64_t stamp : stamps_from(1'000'000, 10, kPerChunk))
+        lane.write(stamp);
+    lane.close();
+    REQUIRE(stream.intake.lend_chunk(lane.chunk(0)));
+    // Older events come through the merge until one finds no room: the room
+    // the lent ones took.
+    uint64_t stamp = 1;
+    for (; stream.owner.stops == 0; ++stamp)
+        stream.store_event(stamp);
+    uint64_t stopped_at = stamp - 1;
+    CHECK(stopped_at < 1'000'000);
+    CHECK(stream.pool.lent() == 0); // all of it cut
     stream.store.settle_before(UINT64_MAX);
     std::vector<uint64_t> read = stream.read_all();
     REQUIRE(!read.empty());
     CHECK(read.back() == stopped_at); // the stop event, last
-    for (uint64_t each : read)
-        CHECK(each <= stopped_at);
+    CHECK(read.size() == stopped_at); // the events before it, then it
     posix_trace_counters counters = stream.ledger.counters();
-    uint64_t offered = kPerChunk + (stamp - 101) / 10;
+    uint64_t offered = kPerChunk + stopped_at;
     CHECK(counters.recorded + counters.lost_in_stream == offered + 1); // the stop event too
     CHECK(read.size() == counters.recorded);
-    CHECK(stream.pool.lent() == 0);
+    CHECK(counters.lost_in_stream == kPerChunk + 1);
 }
 
 TEST_CASE("lent chunks: posix_trace_clear gives every chunk back", "[lent-chunks]")
 {
-    Store stream(1000);
+    Store stream(kRoomForMany);
     Lane lane(stream.pool);
     for (uint64_t stamp : stamps_from(100, 10, 3 * kPerChunk))
         lane.write(stamp);

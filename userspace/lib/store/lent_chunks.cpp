@@ -8,13 +8,14 @@
 
 #include "attributes/attributes.hpp"
 #include "sources/lanes/chunk_pool.hpp"
+#include "stages/record_kind.hpp"
 
 namespace posixtrace {
 namespace {
 
 enum class Parsed { Record, Filler, Damaged };
 
-constexpr uint32_t kPrefetchAheadBytes = 512;
+constexpr uint32_t kPrefetchAheadBytes = 2048;
 
 // The frame at `at` as a lane writes it (a BPF ring buffer's: an 8-byte
 // header, then the record), checked against its chunk: `event` and the
@@ -50,6 +51,7 @@ LentChunks::LentChunks() : pid_(getpid()) {}
 
 void LentChunks::add(const void *lane, const Lent &chunk)
 {
+    oldest_known_ = false;
     auto holding = std::find_if(lanes_.begin(), lanes_.end(),
                                 [lane](const Lane &each) { return each.key == lane; });
     if (holding == lanes_.end())
@@ -85,13 +87,8 @@ void LentChunks::find_next(Lane &lane)
                 chunk.from += span;
                 continue;
             }
-            uint64_t stamp = lane.next.timestamp_ns;
-            if (parsed == Parsed::Damaged || stamp < chunk.read_ns || stamp > chunk.last_ns ||
-                chunk.events == 0) {
-                damaged_ += chunk.events;
-                chunk.events = 0;
+            if (parsed == Parsed::Damaged || !still_as_lent(chunk, lane.next))
                 break;
-            }
             lane.next_span = span;
             lane.has_next = true;
             // A reader walks the chunk in order, memory another CPU wrote.
@@ -99,8 +96,20 @@ void LentChunks::find_next(Lane &lane)
                 __builtin_prefetch(chunk.memory.bytes + chunk.from + kPrefetchAheadBytes);
             return;
         }
+        damaged_ += chunk.events; // what it held and could not be read
         give_back_front(lane);
     }
+}
+
+// A user event, as every record of the chunk was when lent, in its place:
+// no older than the one before it, nor than what was read from any lane,
+// and no later than the chunk's latest.
+bool LentChunks::still_as_lent(const Lent &chunk, const pt_record &record) const
+{
+    uint64_t stamp = record.timestamp_ns;
+    return chunk.events > 0 && stamp >= chunk.read_ns && stamp >= read_floor_ns_ &&
+           stamp <= chunk.last_ns && classify(record) == RecordKind::UserEvent &&
+           !(record.flags & PT_RECORD_NOTICE_ONLY);
 }
 
 void LentChunks::give_back_front(Lane &lane)
@@ -112,24 +121,33 @@ void LentChunks::give_back_front(Lane &lane)
     lane.chunks.pop_front();
 }
 
+// Looked for again only once the lanes changed: a reader asks at every
+// read, and twice (whether the stream is readable, then the event).
+size_t LentChunks::oldest_lane()
+{
+    if (oldest_known_)
+        return oldest_;
+    oldest_ = kNoLane;
+    for (size_t index = 0; index < lanes_.size(); ++index)
+        if (lanes_[index].has_next && (oldest_ == kNoLane || lanes_[index].next.timestamp_ns <
+                                                                 lanes_[oldest_].next.timestamp_ns))
+            oldest_ = index;
+    oldest_known_ = true;
+    return oldest_;
+}
+
 std::optional<StoredEvent> LentChunks::oldest_before(uint64_t before_ns)
 {
-    const Lane *oldest = nullptr;
-    for (size_t index = 0; index < lanes_.size(); ++index) {
-        const Lane &lane = lanes_[index];
-        if (!lane.has_next || lane.next.timestamp_ns >= before_ns ||
-            (oldest && lane.next.timestamp_ns >= oldest->next.timestamp_ns))
-            continue;
-        oldest = &lane;
-        oldest_ = index;
-    }
-    if (!oldest)
+    size_t index = oldest_lane();
+    if (index == kNoLane || lanes_[index].next.timestamp_ns >= before_ns)
         return std::nullopt;
-    return StoredEvent{&oldest->next, oldest->next_data, oldest->next.timestamp_ns};
+    const Lane &oldest = lanes_[index];
+    return StoredEvent{&oldest.next, oldest.next_data, oldest.next.timestamp_ns};
 }
 
 void LentChunks::pop_oldest()
 {
+    oldest_known_ = false;
     Lane &lane = lanes_[oldest_];
     Lent &chunk = lane.chunks.front();
     chunk.from += lane.next_span;
@@ -175,6 +193,7 @@ uint64_t LentChunks::events_from(const Lent &chunk, uint64_t from_ns, uint32_t &
 
 uint64_t LentChunks::cut_from(uint64_t from_ns)
 {
+    oldest_known_ = false;
     uint64_t cut = 0;
     for (Lane &lane : lanes_) {
         for (Lent &chunk : lane.chunks) {
@@ -189,7 +208,11 @@ uint64_t LentChunks::cut_from(uint64_t from_ns)
             chunk.bytes -= cut_bytes;
             bytes_ -= cut_bytes;
         }
-        find_next(lane);
+        // A head still in its chunk stays as read: the memory is not read
+        // again for it.
+        const Lent &front = lane.chunks.front();
+        if (!lane.has_next || front.from >= front.to)
+            find_next(lane);
     }
     std::erase_if(lanes_, [](const Lane &lane) { return lane.chunks.empty(); });
     return cut;
@@ -197,6 +220,7 @@ uint64_t LentChunks::cut_from(uint64_t from_ns)
 
 void LentChunks::clear()
 {
+    oldest_known_ = false;
     for (Lane &lane : lanes_)
         while (!lane.chunks.empty())
             give_back_front(lane);

@@ -1,6 +1,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -65,6 +66,12 @@ public:
     uint64_t cut_from(uint64_t from_ns);
     // Every chunk goes back to its lane's pool.
     void clear();
+    // Something stamped `monotonic_ns` was read (from the store or a lane):
+    // no record read later may be older.
+    void read_up_to(uint64_t monotonic_ns)
+    {
+        read_floor_ns_ = std::max(read_floor_ns_, monotonic_ns);
+    }
     // Records found damaged since the last call.
     uint64_t take_damaged() { return std::exchange(damaged_, 0); }
 
@@ -80,14 +87,19 @@ private:
         pt_record next; // last: its data[] is not these
     };
     void find_next(Lane &lane);
+    size_t oldest_lane();
+    bool still_as_lent(const Lent &chunk, const pt_record &record) const;
     void give_back_front(Lane &lane);
     uint64_t events_from(const Lent &chunk, uint64_t from_ns, uint32_t &cut_at,
                          size_t &cut_bytes) const;
 
     std::vector<Lane> lanes_; // those holding chunks
-    size_t oldest_ = 0;       // the lane oldest_before() returned
+    static constexpr size_t kNoLane = SIZE_MAX;
+    size_t oldest_ = kNoLane; // the lane whose next record is the oldest, once known
+    bool oldest_known_ = false;
     size_t bytes_ = 0;
     uint64_t damaged_ = 0;
+    uint64_t read_floor_ns_ = 0;
     pid_t pid_; // a child of fork has zeroed lanes: it gives nothing back
 };
 

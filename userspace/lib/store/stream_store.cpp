@@ -1,5 +1,6 @@
 #include "store/stream_store.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -33,6 +34,7 @@ const StoredEvent *StreamStore::peek()
 
 void StreamStore::pop_peeked()
 {
+    lent_.read_up_to(uint64_t(int64_t(peeked_.timestamp_ns) - realtime_offset_ns_));
     if (!peeked_lent_) {
         buffer_.pop();
         return;
@@ -171,14 +173,22 @@ public:
         return store.fits(bytes + room_kept) ? Decision::Store : Decision::StopThenRefuse;
     }
     bool lends() const override { return true; }
+    // Lent chunks lie ahead of the merge: an older event that comes after
+    // them and finds no room stops the stream there, and what was lent
+    // from then on goes (the stop event stays the last). So they never take
+    // the last of the room, which the merge hands out in timestamp order;
+    // a small stream lends nothing.
     bool has_room_to_lend(const StreamStore &store, size_t bytes, StreamPhase phase) const override
     {
-        return phase == StreamPhase::Running && store.fits_beside(bytes + kRoomKept);
+        size_t kept_for_the_merge = std::max(store.capacity() / 8, kLendingStopsBeforeFullBytes);
+        return phase == StreamPhase::Running &&
+               store.fits_beside(bytes + kRoomKept + kept_for_the_merge);
     }
     void after_flush(StreamStore &) const override {}
 
 private:
     static inline const size_t kRoomKept = kStopEventBytes + kLossEventsBytes;
+    static constexpr size_t kLendingStopsBeforeFullBytes = 4u << 20;
 };
 
 // A full stream empties into its log.

@@ -50,6 +50,7 @@ public:
     StreamStore(size_t stream_size, int full_policy, int64_t realtime_offset_ns = 0);
 
     bool valid() const { return buffer_.valid(); }
+    size_t capacity() const { return buffer_.capacity(); }
     // Nothing held, in the store or in place.
     bool empty() const { return buffer_.empty() && lent_.empty(); }
     bool fits(size_t bytes) const { return buffer_.fits(bytes) && fits_beside(bytes); }
@@ -82,6 +83,10 @@ public:
     {
         settled_before_ns_ = std::max(settled_before_ns_, monotonic_ns);
     }
+    uint64_t settled_before() const { return settled_before_ns_; }
+    // The chunks lent go back to their pool now (the stream ends: its
+    // sources' memory is let go next).
+    void give_back_lent() { lent_.clear(); }
     // The records lent and stamped at or after `monotonic_ns` go (the stream
     // stopped there, full); returns how many events.
     uint64_t cut_lent_from(uint64_t monotonic_ns) { return lent_.cut_from(monotonic_ns); }

@@ -53,7 +53,7 @@ bool LogHandOff::move_all()
     while (parts_.reader.take_loss_report(report, loss))
         append(report, &loss);
     while (const StoredEvent *event = parts_.store.peek()) {
-        append(*event->header, event->data); // stored: its stamp realtime already
+        append(*event->header, event->data); // a stream with a log lends nothing: stamped realtime
         parts_.store.pop_peeked();
     }
     if (runs_)

@@ -130,6 +130,8 @@ int Stream::shutdown()
         drain_thread_.join();
     }
     std::lock_guard lock(mutex_);
+    if (parts_.store) // before the lanes let their free memory go
+        parts_.store->give_back_lent();
     parts_.recording.close(owned_by_this_process());
     parts_.intake.reset();
     parts_.store.reset();

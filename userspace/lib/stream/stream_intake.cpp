@@ -118,17 +118,12 @@ void StreamIntake::stop_full(uint64_t timestamp_ns)
 
 namespace {
 
-struct JudgedChunk {
-    uint64_t first_ns = 0, last_ns = 0;
-    size_t bytes = 0;
-    uint32_t events = 0;
-};
-
 // Every record committed, none older than the one before it nor than what
 // the merge delivered, and each one the stages would store as it is.
-std::optional<JudgedChunk> judge_chunk(const RingMerger::Chunk &chunk, const ChunkJudge &judge)
+std::optional<StreamIntake::JudgedChunk> judge_chunk(const RingMerger::Chunk &chunk,
+                                                     const ChunkJudge &judge)
 {
-    JudgedChunk judged;
+    StreamIntake::JudgedChunk judged;
     uint64_t latest_ns = chunk.not_before_ns;
     uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
     for (uint64_t at = chunk.from; at < chunk.to;) {
@@ -160,12 +155,24 @@ std::optional<JudgedChunk> judge_chunk(const RingMerger::Chunk &chunk, const Chu
 
 } // namespace
 
+// A chunk lent holds all of its memory until read, and counts only its
+// events against the stream's room: a lane's chunk closed early (its thread
+// exited, say) is copied instead. And it lies ahead of the merge's safe
+// point, which a record still being written holds back: past a few passes
+// ahead, chunks wait in their lanes for the merge to take them in order.
+bool StreamIntake::worth_lending(const RingMerger::Chunk &chunk, const JudgedChunk &judged) const
+{
+    return judged.bytes * 4 >= (chunk.to - chunk.from) * 3 &&
+           judged.first_ns <= store_.settled_before() + kMostLentAheadNs;
+}
+
 std::optional<uint64_t> StreamIntake::lend_chunk(const RingMerger::Chunk &chunk)
 {
     if (!lends_chunks())
         return std::nullopt;
     std::optional<JudgedChunk> judged = judge_chunk(chunk, *judge_);
-    if (!judged || !store_.lends_in_order(&chunk.ring, judged->first_ns) ||
+    if (!judged || !worth_lending(chunk, *judged) ||
+        !store_.lends_in_order(&chunk.ring, judged->first_ns) ||
         !policy_.has_room_to_lend(store_, judged->bytes, phase_))
         return std::nullopt;
     std::optional<LentChunk> memory = chunk.ring.lend_chunk(chunk.from);

@@ -67,6 +67,12 @@ public:
     // RingMerger's chunk sink: the chunk kept in place, counted recorded,
     // and its latest stamp; nullopt, and the merge reads it.
     std::optional<uint64_t> lend_chunk(const RingMerger::Chunk &chunk);
+    // What a chunk's records are, as judged for lending.
+    struct JudgedChunk {
+        uint64_t first_ns = 0, last_ns = 0;
+        size_t bytes = 0;
+        uint32_t events = 0;
+    };
 
 private:
     void refuse(const pt_record &record, const void *data);
@@ -74,6 +80,8 @@ private:
     void stop_full(uint64_t timestamp_ns);
     void count_overwritten();
     void count_damaged();
+    bool worth_lending(const RingMerger::Chunk &chunk, const JudgedChunk &judged) const;
+    static constexpr uint64_t kMostLentAheadNs = 4'000'000;
 
     StreamStore &store_;
     const FullPolicy &policy_;
