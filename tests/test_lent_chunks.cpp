@@ -248,6 +248,23 @@ TEST_CASE("lent chunks: a chunk the stages must judge record by record is not le
     CHECK(stream.ledger.counters().recorded == 0);
 }
 
+TEST_CASE("lent chunks: a stream nobody reads down copies instead", "[lent-chunks]")
+{
+    Store stream(400'000);
+    uint64_t stamp = 1;
+    while (stream.store.held() < (16u << 20)) // a backlog of 16 MiB, unread
+        stream.store_event(stamp++);
+    Lane lane(stream.pool);
+    for (uint64_t each : stamps_from(stamp, 10, kPerChunk))
+        lane.write(each);
+    lane.close();
+    CHECK_FALSE(stream.intake.lend_chunk(lane.chunk(0)));
+    stream.store.settle_before(stamp);
+    for (int i = 0; i < 1000; ++i)
+        take_oldest(stream.store);
+    CHECK(stream.intake.lend_chunk(lane.chunk(0))); // read down below it
+}
+
 TEST_CASE("lent chunks: only a chunk a few passes ahead of the merge's safe point is lent",
           "[lent-chunks]")
 {

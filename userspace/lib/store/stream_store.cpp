@@ -173,15 +173,18 @@ public:
         return store.fits(bytes + room_kept) ? Decision::Store : Decision::StopThenRefuse;
     }
     bool lends() const override { return true; }
-    // Lent chunks lie ahead of the merge: an older event that comes after
-    // them and finds no room stops the stream there, and what was lent
-    // from then on goes (the stop event stays the last). So they never take
-    // the last of the room, which the merge hands out in timestamp order;
-    // a small stream lends nothing.
+    // Chunks are lent while a reader keeps the stream nearly empty: they are
+    // then read and reused while warm. A stream nobody reads yet copies
+    // instead, so that the memory it grows into is the drain's to fault in,
+    // not the emitting threads'. And lent chunks lie ahead of the merge: an
+    // older event that comes after them and finds no room stops the stream
+    // there, and what was lent from then on goes (the stop event stays the
+    // last). So they never take the last of the room, which the merge hands
+    // out in timestamp order; a small stream lends nothing.
     bool has_room_to_lend(const StreamStore &store, size_t bytes, StreamPhase phase) const override
     {
         size_t kept_for_the_merge = std::max(store.capacity() / 8, kLendingStopsBeforeFullBytes);
-        return phase == StreamPhase::Running &&
+        return phase == StreamPhase::Running && store.held() < kLendsWhileHoldingBelowBytes &&
                store.fits_beside(bytes + kRoomKept + kept_for_the_merge);
     }
     void after_flush(StreamStore &) const override {}
@@ -189,6 +192,7 @@ public:
 private:
     static inline const size_t kRoomKept = kStopEventBytes + kLossEventsBytes;
     static constexpr size_t kLendingStopsBeforeFullBytes = 4u << 20;
+    static constexpr size_t kLendsWhileHoldingBelowBytes = 16u << 20;
 };
 
 // A full stream empties into its log.

@@ -57,10 +57,9 @@ public:
     // Bytes of the stream's events held beside the store until the stream
     // flushes (LaneRuns), or kept where a lane wrote them (lend()): they
     // take room in the stream too.
-    bool fits_beside(size_t bytes) const
-    {
-        return buffer_.used() + beside_ + lent_.bytes() + bytes <= buffer_.capacity();
-    }
+    bool fits_beside(size_t bytes) const { return held() + bytes <= buffer_.capacity(); }
+    // The bytes of the events it holds, stored, beside or in place.
+    size_t held() const { return buffer_.used() + beside_ + lent_.bytes(); }
     void hold_beside(size_t bytes) { beside_ += bytes; }
     void forget_beside() { beside_ = 0; }
     void push(const pt_record &record, const void *data) { buffer_.push(record, data); }
