@@ -39,12 +39,7 @@ struct Owner final : StreamIntake::Owner {
     void flush_to_log(uint64_t) override {}
     pt_record system_record(trace_event_id_t id, uint64_t timestamp_ns, size_t size) const override
     {
-        pt_record record{};
-        record.event_id = id;
-        record.timestamp_ns = timestamp_ns;
-        record.data_len = uint32_t(size);
-        record.cpu = PT_CPU_SYSTEM;
-        return record;
+        return system_record_of(id, timestamp_ns, size);
     }
     StreamPhase phase_now = StreamPhase::Running;
     int stops = 0;
