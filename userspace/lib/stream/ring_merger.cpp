@@ -5,8 +5,9 @@
 namespace posixtrace {
 namespace {
 
-// Observations a ring keeps while a record is being written. Dropping one
-// (not the oldest) only makes the ring's bound older: safe, slower.
+// Observations a ring keeps while the merge cannot read up to the producer
+// (a record being written, a copy waiting for room). Dropping one only
+// makes the ring's bound older: safe, slower (RingMerger::note_look).
 constexpr size_t kMaxObservations = 64;
 // Records a round reads of each ring (about half a megabyte of 64-byte
 // events), and rounds a pass makes before it lets readers in. A pass holds
@@ -167,8 +168,7 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     // round read (and past a range its writer took back meanwhile): every
     // record at or past it is reserved after `now_ns`.
     producer = window.reader->producer();
-    if (seen.back().time_ns != now_ns) // one look a pass, however many rounds
-        seen.push_back({producer, now_ns});
+    note_look(seen, {producer, now_ns});
     auto visit = [&](const pt_record *record) {
         insert_sorted(window, {record->timestamp_ns, window.scanned, record});
         window.latest_ns = std::max<uint64_t>(window.latest_ns, record->timestamp_ns);
@@ -197,8 +197,6 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
     // one were reserved after that look, and stamped after it.
     while (seen.size() > 1 && seen[1].producer <= window.scanned)
         seen.pop_front();
-    if (seen.size() > kMaxObservations)
-        seen.erase(seen.begin() + 1);
     // A ring in timestamp order bounds what it still holds by what it
     // handed over last, and by the first record of a chunk left to wait.
     if (window.reader->in_timestamp_order() && window.scanned < producer) {
@@ -206,6 +204,33 @@ uint64_t RingMerger::scan(Window &window, uint64_t now_ns, const Offer &offer)
         return std::max({seen.front().time_ns, window.latest_ns, waiting_ns});
     }
     return seen.front().time_ns;
+}
+
+// One look a pass, however many rounds. A look that found the producer where
+// the latest did replaces it: the same position, seen later, bounds later.
+// Past kMaxObservations one goes, never the oldest (the bound now) nor the
+// next (the bound once the merge reaches it: a ring that lets the merge
+// read only so far past what it holds back, LoopRingMirror, keeps that one
+// within reach, not always a later one), but the one whose neighbours lie
+// closest, so that the bound still moves at each small step of the reader.
+void RingMerger::note_look(std::deque<Observation> &seen, Observation look)
+{
+    Observation &latest = seen.back();
+    if (latest.time_ns == look.time_ns)
+        return;
+    if (latest.producer == look.producer && seen.size() > 1) {
+        latest.time_ns = look.time_ns;
+        return;
+    }
+    seen.push_back(look);
+    if (seen.size() <= kMaxObservations)
+        return;
+    size_t dropped = 2;
+    for (size_t i = 3; i + 1 < seen.size(); ++i)
+        if (seen[i + 1].producer - seen[i - 1].producer <
+            seen[dropped + 1].producer - seen[dropped - 1].producer)
+            dropped = i;
+    seen.erase(seen.begin() + std::ptrdiff_t(dropped));
 }
 
 void RingMerger::insert_sorted(Window &window, const Pending &record)

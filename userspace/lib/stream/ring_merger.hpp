@@ -174,6 +174,7 @@ private:
     // Unfinished: the chunk at the window's position waits for its writer.
     enum class Offered { All, Refused, Ahead, Unfinished };
     Offered offer_whole_chunks(Window &window, uint64_t end, const Offer &offer);
+    static void note_look(std::deque<Observation> &seen, Observation look);
     static void insert_sorted(Window &window, const Pending &record);
     void deliver(uint64_t safe_ns, std::deque<SystemEvent> &system, const Sinks &sinks);
     void deliver_record(Window &window, const Sinks &sinks);

@@ -28,13 +28,14 @@ uint64_t load_acquire(const uint64_t &value)
 LoopRingMirror::LoopRingMirror(const uint8_t *entry, size_t ring_bytes, uint64_t tag_key,
                                std::atomic<uint64_t> &overwritten)
     : meta_(reinterpret_cast<const pt_loop_ring_meta *>(entry)),
-      source_(entry + PT_LOOP_META_BYTES), bytes_(ring_bytes), tag_key_(tag_key),
-      overwritten_(overwritten), mirror_(ring_bytes, "posixtrace loop ring copy")
+      source_(entry + PT_LOOP_META_BYTES), bytes_(ring_bytes), mirror_bytes_(2 * ring_bytes),
+      tag_key_(tag_key), overwritten_(overwritten),
+      mirror_(mirror_bytes_, "posixtrace loop ring copy")
 {
     head_ = frontier_ = consumer_ = gap_from_ = gap_to_ = load_acquire(meta_->head);
     counted_to_ = load_acquire(meta_->sequence);
     if (mirror_.valid())
-        view(&consumer_, &head_, mirror_.data(), bytes_);
+        view(&consumer_, &head_, mirror_.data(), mirror_bytes_);
 }
 
 const pt_loop_header *LoopRingMirror::source_header(uint64_t position) const
@@ -87,7 +88,7 @@ LoopRingMirror::Copied LoopRingMirror::copy_from_frontier(uint64_t head,
                                                           std::vector<uint32_t> &numbers)
 {
     uint64_t position = frontier_;
-    uint64_t room_end = released() + bytes_;
+    uint64_t room_end = released() + mirror_bytes_;
     while (position < head) {
         const pt_loop_header *header = source_header(position);
         // Reserved and not written yet: the bytes of an older round.

@@ -23,6 +23,14 @@ namespace posixtrace {
 // chunk that is whole. Under POSIX_TRACE_LOOP what the merge holds older
 // than them goes too (RecordRing::Readable::taken_back), so that what the
 // stream keeps is its newest records, with no hole.
+//
+// The copy has room for two rounds of the ring. The merge's bound at a ring
+// moves on only once it has read up to the producer position of a later
+// look, and between two looks the programs write up to a round (more, and
+// the copy passes what they overwrote). With room for one round only, the
+// records the merge must hold back (stamped within its clock margin of the
+// look before) could leave that position out of reach, with nothing moving
+// again until the programs wrote a round more.
 class LoopRingMirror final : public RecordRing {
 public:
     // `entry`: the ring's mapped entry; `overwritten`: where the records
@@ -55,14 +63,18 @@ private:
     // `sequence`, once every record reserved before it was seen.
     void account(uint64_t sequence);
     const pt_loop_header *source_header(uint64_t position) const;
-    uint8_t *mirror_at(uint64_t position) { return mirror_.data() + (position & (bytes_ - 1)); }
+    uint8_t *mirror_at(uint64_t position)
+    {
+        return mirror_.data() + (position & (mirror_bytes_ - 1));
+    }
 
     const pt_loop_ring_meta *meta_;
     const uint8_t *source_; // the ring's data
-    size_t bytes_;
+    size_t bytes_;          // the ring's
+    size_t mirror_bytes_;   // the copy's: two rounds
     uint64_t tag_key_;
     std::atomic<uint64_t> &overwritten_;
-    // Pages of its own rather than the heap: as large as the ring, and
+    // Pages of its own rather than the heap: twice as large as the ring, and
     // unshared with a child the traced program forks.
     ForkWipedMemory mirror_;
     uint64_t consumer_ = 0; // released by the merge (RecordRing::release)
