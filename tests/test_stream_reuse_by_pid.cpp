@@ -27,24 +27,7 @@ using namespace reuse_support;
 
 namespace {
 
-// A repeat_emitter child: each round emits repeat.event and fires
-// repeat:fire once.
-class Emitter {
-public:
-    Emitter() : child_({helper_path("repeat_emitter")})
-    {
-        REQUIRE(child_.read_line() == "ready\n");
-    }
-    pid_t pid() const { return child_.pid(); }
-    void round()
-    {
-        child_.say("go\n");
-        REQUIRE(child_.read_line() == "done\n");
-    }
-
-private:
-    ChildConversation child_;
-};
+using Emitter = test_support::RepeatEmitter;
 
 // A started stream of `pid`, with the USDT probe repeat:fire when asked.
 StreamGuard started_on(pid_t pid, bool with_usdt_probe)

@@ -370,4 +370,23 @@ private:
     FILE *from_child_ = nullptr;
 };
 
+// A repeat_emitter child (tests/helpers): each round emits repeat.event
+// and fires its USDT probe repeat:fire once.
+class RepeatEmitter {
+public:
+    RepeatEmitter() : child_({helper_path("repeat_emitter")})
+    {
+        REQUIRE(child_.read_line() == "ready\n");
+    }
+    pid_t pid() const { return child_.pid(); }
+    void round()
+    {
+        child_.say("go\n");
+        REQUIRE(child_.read_line() == "done\n");
+    }
+
+private:
+    ChildConversation child_;
+};
+
 } // namespace test_support

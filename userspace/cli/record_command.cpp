@@ -23,6 +23,7 @@
 
 #include "event_format.hpp"
 #include "event_names_cache.hpp"
+#include "push/record_push.hpp"
 #include "target.hpp"
 #include "util/unique_fd.hpp"
 
@@ -33,6 +34,7 @@ struct RecordOptions {
     pid_t pid = 0;
     std::vector<std::string> command;
     std::string output;
+    std::string push; // a ClickHouse server's URL
     std::string events = "user,usdt,td:create,td:death,system";
     bool inherit = false;
     double duration = 0;
@@ -239,14 +241,25 @@ bool duration_over(const RecordOptions &options, std::chrono::steady_clock::time
                options.duration;
 }
 
+// Pushed while recording, the stream goes into its log (and the server)
+// every second rather than only when it fills; each flush is recorded, as
+// posix_trace_flush records one: two system events a second.
+constexpr auto kPushedFlushEvery = std::chrono::seconds(1);
+
 int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
-                  std::chrono::steady_clock::time_point begin)
+                  std::chrono::steady_clock::time_point begin, const std::string &log_path,
+                  RecordPush *push)
 {
     int exit_status = 0;
     bool ended = false;
+    auto flushed_at = begin;
     while (!stop_requested() && !ended && !duration_over(options, begin)) {
         usleep(20'000);
         ended = target.ended(exit_status);
+        if (push && std::chrono::steady_clock::now() - flushed_at >= kPushedFlushEvery) {
+            posix_trace_flush(trid);
+            flushed_at = std::chrono::steady_clock::now();
+        }
     }
     posix_trace_stop(trid);
     posix_trace_counters counters{};
@@ -257,14 +270,16 @@ int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (err)
-        fail("the trace log " + options.output + " is incomplete: " + std::strerror(err));
-    std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s, trace log %s\n",
-                 (unsigned long)counters.recorded, lost.c_str(), seconds, options.output.c_str());
+        fail("the trace log " + log_path + " is incomplete: " + std::strerror(err));
+    std::string log = options.output.empty() ? "" : ", trace log " + options.output;
+    std::fprintf(stderr, "posixtrace: %lu events, %s, %.2f s%s\n", (unsigned long)counters.recorded,
+                 lost.c_str(), seconds, log.c_str());
     for (const auto &sentence : left_out)
         std::fprintf(stderr, "posixtrace: %s\n", sentence.c_str());
+    bool pushed = !push || push->finish();
     if (!ended)
         target.collect_status(exit_status);
-    return exit_status;
+    return pushed || exit_status ? exit_status : 1;
 }
 
 int run(const RecordOptions &options)
@@ -274,10 +289,17 @@ int run(const RecordOptions &options)
     EventSelection selection = parse_events(options.events);
     std::vector<StringArgument> string_arguments = parse_string_arguments(options.usdt_strings);
 
-    bool to_log = !options.output.empty();
-    if (to_log && options.json)
+    if (!options.output.empty() && options.json)
         fail("--json prints events live; with -o they go to the log (see: posixtrace dump --json)");
-    UniqueFd output = to_log ? open_output(options.output) : UniqueFd();
+    if (!options.push.empty() && options.json)
+        fail("--json prints events live; with --push they go to the server");
+    std::unique_ptr<RecordPush> push =
+        options.push.empty() ? nullptr : std::make_unique<RecordPush>(options.push);
+    bool to_log = !options.output.empty() || push;
+    std::string log_path = options.output;
+    UniqueFd output = !options.output.empty() ? open_output(options.output)
+                      : push                  ? push->open_spool(log_path)
+                                              : UniqueFd();
     Target target =
         options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
     trace_attr_t attr;
@@ -294,6 +316,8 @@ int run(const RecordOptions &options)
     trace_id_t trid = stream.get();
     apply_selection(trid, selection);
     std::set<trace_event_id_t> with_string = decode_strings(trid, string_arguments);
+    if (push)
+        push->follow(log_path);
 
     catch_stop_signals();
     static char output_buffer[1 << 20];
@@ -303,7 +327,7 @@ int run(const RecordOptions &options)
     target.release();
 
     if (to_log)
-        return record_to_log(options, trid, target, begin);
+        return record_to_log(options, trid, target, begin, log_path, push.get());
     Totals totals;
     EventNames names(trid);
     int exit_status = 0;
@@ -345,11 +369,17 @@ void add_record_command(CLI::App &app)
         "  posixtrace record --events usdt:python:audit --usdt-arg-str python:audit:0 \\\n"
         "      -- python3.11 script.py\n"
         "  posixtrace record -p 1234 --duration 5 --json\n"
+        "  posixtrace record -p 1234 --push http://127.0.0.1:8123\n"
         "  posixtrace record --inherit --events usdt,system -- make -j2");
     command->add_option("-p,--pid", options->pid, "Process to trace")->check(CLI::PositiveNumber);
     command->add_option("-o,--output", options->output,
                         "Write a trace log to this file instead of printing events "
                         "(read it with posixtrace dump / export)");
+    command->add_option("--push", options->push,
+                        "Ship the events into ClickHouse while recording: http(s)://[user@]"
+                        "host:port (the tables of share/posixtrace/clickhouse.sql; the trace "
+                        "log, without -o a file in $TMPDIR, is kept if the server did not take "
+                        "it all)");
     command
         ->add_option("--events", options->events,
                      "Comma list: user, usdt, usdt:PROVIDER:NAME, td, td:NAME, system")

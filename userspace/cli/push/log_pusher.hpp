@@ -59,11 +59,17 @@ public:
     // it), or without its trailer unless options say so.
     PushOutcome push(TraceLog &log, ReadTally &tally, int &read_error);
 
+    // The pieces of a push for a log still being written (LiveLogPush).
+    // How many of the stream's first events the server holds.
+    uint64_t stored_prefix(const LogDescription &description);
+    // Inserts rows of EventRows::Format::TabSeparated; `stored`: what the
+    // server holds of the stream before them. Throws PushFailure.
+    void send_events(const std::string &rows, uint64_t stored);
+
 private:
     struct StreamTally;
     std::string send(const std::string &query, const std::string &data,
                      std::optional<uint64_t> stored);
-    uint64_t stored_prefix(const LogDescription &description);
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
 
     ClickHouseHttp &server_;

@@ -299,6 +299,7 @@ void LogReader::rewind()
     std::lock_guard lock(mutex_);
     error_ = 0;
     ended_ = false;
+    met_trailer_ = false;
     block_.clear();
     held_.clear();
     held_bytes_ = 0;
@@ -327,8 +328,10 @@ bool LogReader::load_next_block()
         return false;
     uint8_t magic[4];
     if (!trailer_offset_ && read_exact(next_block_offset_, magic, 4) &&
-        load<uint32_t>(magic) == kTrailerMagic)
-        return false; // the trailer of a log whose footer is gone
+        load<uint32_t>(magic) == kTrailerMagic) {
+        met_trailer_ = true; // of a log whose footer is gone, or not written yet
+        return false;
+    }
     uint64_t offset = next_block_offset_;
     if (!load_block_at(offset, next_sequence_, !trailer_offset_))
         return false;
@@ -545,9 +548,29 @@ bool LogReader::oldest_may_go() const
     return !held_.empty() && (ended_ || held_.front().next_ns < complete_below_ns_);
 }
 
+// A log still being written in time order (APPEND or UNTIL_FULL, no
+// trailer yet) grows by whole blocks at its end: a reader at its end reads
+// on once it has grown, as `tail -f` does, so a log can be followed while
+// it is recorded. A block the writer has not finished is short, so it is
+// read as the torn end of a log cut short, and read again once it is whole.
+// A LOOP log rewrites its slots, and a log whose blocks overlap may hold
+// older events in later ones: their readers keep the end they met.
+bool LogReader::grew()
+{
+    if (trailer_offset_ || met_trailer_ || slot_size_ || overlapping_ || error_)
+        return false;
+    struct stat file;
+    if (fstat(fd_.get(), &file) != 0 || file.st_size - base_ <= off_t(file_size_))
+        return false;
+    file_size_ = uint64_t(file.st_size - base_);
+    return true;
+}
+
 int LogReader::next_event(const EventDestination &to, int *unavailable)
 {
     std::lock_guard lock(mutex_);
+    if (ended_ && held_.empty() && grew())
+        ended_ = false;
     while (!oldest_may_go() && !error_ && !ended_) {
         if (!load_next_block())
             ended_ = true;

@@ -40,7 +40,8 @@ public:
     std::optional<posix_trace_counters> counters() override { return counters_; }
 
     // 0 with *unavailable set at the end; EINVAL when the log is damaged
-    // there (and at every later call, until rewind()).
+    // there (and at every later call, until rewind()). A log still being
+    // written in time order is read on as it grows (grew()).
     int next_event(const EventDestination &to, int *unavailable);
     int next_event(const EventDestination &to, int *unavailable, WaitMode mode,
                    const timespec *) override
@@ -57,6 +58,8 @@ public:
 private:
     int read_header();
     bool loop_slots_as_written(uint64_t log_size) const;
+    // The log grew since the reader met its end (next_event).
+    bool grew();
     void read_trailer();
     bool read_exact(uint64_t offset, void *into, size_t length) const;
     // `used`, if given: the table's bytes.
@@ -116,6 +119,7 @@ private:
     uint64_t loaded_ = 0;
     uint64_t complete_below_ns_ = 0; // every event before it is read (version 1: all)
     bool ended_ = false;
+    bool met_trailer_ = false; // reading reached a trailer the footer did not point to
     int error_ = 0;
     std::optional<trace_event_id_t> type_cursor_;
 };
