@@ -71,3 +71,32 @@ for run in 1 2; do
     timed "by hand: export --format jsonl | jq | clickhouse-client" \
         "$cli export $dir/push.log --format jsonl | jq -c '.fields |= tojson' | clickhouse-client --host 127.0.0.1 --port $tcp_port --query 'INSERT INTO posixtrace.events FORMAT JSONEachRow'"
 done
+
+# record --push at the rate of the thread-event case (bench/thread_switches.sh:
+# pingpong's switches and wake-ups), against the same recording to a local
+# log alone: what the log keeps, what was lost, and what the server holds.
+pingpong=$build/bench/pingpong
+trips=${BENCH_ROUND_TRIPS:-500000}
+td_events=td:switchto,td:switchfrom,td:sleep,td:ready
+recorded() { # label, record's extra arguments
+    local label=$1 extra=$2 summary in_log stored
+    client --query "DROP DATABASE IF EXISTS posixtrace"
+    client --multiquery <"$schema"
+    rm -f "$dir/rec.log"
+    "$cli" record -o "$dir/rec.log" --events "$td_events" $extra -- "$pingpong" "$trips" "$dir/t" \
+        >/dev/null 2>"$dir/err" || { echo "$label failed: $(tail -1 "$dir/err")"; return; }
+    summary=$(grep -oE '[0-9]+ events, [0-9]+ lost' "$dir/err" | head -1)
+    in_log=$("$cli" dump "$dir/rec.log" 2>&1 >/dev/null | grep -oE '[0-9]+ events' | cut -d' ' -f1)
+    stored=$(client --query "SELECT count() FROM posixtrace.events FINAL")
+    printf "| %-40s | %8s | %-26s | %10s | %10s |\n" "$label" \
+        "$(grep -o 'seconds=[0-9.]*' "$dir/t" | cut -d= -f2)" "$summary" "$in_log" "$stored"
+}
+echo
+echo "recording pingpong's thread events ($trips round trips) to a log, and pushed live"
+printf "| %-40s | %8s | %-26s | %10s | %10s |\n" "how" "seconds" "recorded" "in the log" "in server"
+printf "|%s|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..42})" "$(printf -- '-%.0s' {1..10})" \
+    "$(printf -- '-%.0s' {1..28})" "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..12})"
+for run in 1 2; do
+    recorded "record -o LOG" ""
+    recorded "record -o LOG --push URL" "--push $url"
+done

@@ -3,7 +3,10 @@
 // the writer rewrites (LOOP) keeps the end it met.
 #include <catch2/catch.hpp>
 #include <trace.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "log_support.hpp"
@@ -112,4 +115,68 @@ TEST_CASE("log: a LOOP log's reader keeps the end it met while the log is rewrit
     emit(id, 10);
     flush_and_wait(stream.get());
     CHECK(read_log(log.get()).events.empty());
+}
+
+// The writer's bytes reach the file a few at a time, cutting block headers
+// and payloads anywhere; then the file is cut back under the reader and
+// written over, as a process that can write the file might.
+TEST_CASE("log: a log that grows a few bytes at a time is read once, in order; one written over "
+          "under its reader stops with EINVAL",
+          "[log][self-tracing]")
+{
+    TempFile file;
+    trace_event_id_t id;
+    StreamGuard stream = started_with_log(file, POSIX_TRACE_UNTIL_FULL, "follow.bytes", id);
+    for (size_t i = 0; i < 300; ++i) {
+        std::vector<unsigned char> payload = numbered_payload(i);
+        posix_trace_event(id, payload.data(), payload.size());
+        if (i % 100 == 99)
+            flush_and_wait(stream.get()); // a block each time
+    }
+    REQUIRE(stream.shutdown() == 0);
+    std::vector<unsigned char> bytes = file.bytes();
+    LogGuard closed(file.path());
+    std::vector<Event> expected = read_log(closed.get()).events;
+    REQUIRE(count_of(expected, id) == 300);
+    uint64_t data_offset = 0; // where the header ends: after the magic and three fields
+    std::memcpy(&data_offset, bytes.data() + 16, sizeof data_offset);
+    REQUIRE(data_offset < bytes.size());
+
+    TempFile growing;
+    int to = growing.fd();
+    auto append = [&](const unsigned char *from, size_t length) {
+        REQUIRE(write(to, from, length) == ssize_t(length));
+    };
+    append(bytes.data(), data_offset);
+    LogGuard log(growing.path());
+    REQUIRE(log.open_error() == 0);
+    std::vector<Event> followed;
+    for (size_t at = data_offset; at < bytes.size();) {
+        size_t step = std::min<size_t>(bytes.size() - at, 1 + (at * 7919) % 3000);
+        append(bytes.data() + at, step);
+        at += step;
+        LogRead more = read_log(log.get());
+        REQUIRE(more.error == 0);
+        followed.insert(followed.end(), more.events.begin(), more.events.end());
+    }
+    REQUIRE(followed.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        CHECK(same_event(followed[i], expected[i]));
+
+    TempFile rewritten;
+    to = rewritten.fd();
+    append(bytes.data(), bytes.size() / 2);
+    LogGuard cut(rewritten.path());
+    REQUIRE(cut.open_error() == 0);
+    size_t before = read_log(cut.get()).events.size();
+    REQUIRE(before > 0);
+    REQUIRE(before < expected.size());
+    REQUIRE(ftruncate(rewritten.fd(), off_t(data_offset)) == 0);
+    CHECK(read_log(cut.get()).events.empty()); // shorter: nothing new
+    REQUIRE(lseek(rewritten.fd(), 0, SEEK_END) == off_t(data_offset));
+    std::vector<unsigned char> other(bytes.size(), 0x5a);
+    append(other.data(), other.size());
+    LogRead after = read_log(cut.get());
+    CHECK(after.error == EINVAL);
+    CHECK(after.events.empty());
 }

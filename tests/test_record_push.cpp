@@ -4,6 +4,7 @@
 // a server that goes away loses nothing of the log.
 #include <catch2/catch.hpp>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -86,10 +87,16 @@ uint64_t stored_events(const ClickHouseServer &server, const std::string &name)
 }
 
 // Rounds of the emitter until the server holds `at_least` of its events,
-// within 60 s; false if it never did.
+// within 60 s; false if it never did. The recorder makes the tables first.
 bool rounds_until_stored(Emitter &emitter, const ClickHouseServer &server, uint64_t at_least)
 {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (server.answer("SELECT count() FROM system.tables WHERE database = 'posixtrace' "
+                         "AND name = 'events'") != "1\n") {
+        if (std::chrono::steady_clock::now() > deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     while (stored_events(server, "repeat.event") < at_least) {
         if (std::chrono::steady_clock::now() > deadline)
             return false;
@@ -175,6 +182,22 @@ TEST_CASE("record --push: without -o the log is a file of its own, gone once the
         CHECK(status == 0);
         CHECK(stored_events(server, "fleet.work") == 8 * 5);
         CHECK(logs_in(dir).empty());
+    }
+    SECTION("a recording that cannot start leaves no file; a log that is not a file is refused")
+    {
+        Run missing = cli_support::run_shell("TMPDIR=" + dir.path() + " " + cli_path() +
+                                             " record --push " + server.url() + " -p 999999999");
+        CHECK(missing.status != 0);
+        CHECK(missing.err_lines() == 1);
+        CHECK(logs_in(dir).empty());
+        std::string fifo = dir / "fifo";
+        REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+        Run piped =
+            cli_support::run_shell("cat " + fifo + " >/dev/null & " + cli_path() +
+                                   " record --push " + server.url() + " -o " + fifo + " -- true");
+        CHECK(piped.status != 0);
+        CHECK(piped.err_lines() == 1);
+        CHECK(piped.err.find("is not a regular file") != std::string::npos);
     }
     SECTION("the server went away: the log stays, and says how to push the rest")
     {

@@ -7,6 +7,7 @@
 #include <posix_trace/events.h>
 #include <posix_trace/usdt.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <trace.h>
 #include <unistd.h>
 
@@ -276,10 +277,12 @@ int record_to_log(const RecordOptions &options, trace_id_t trid, Target &target,
                  lost.c_str(), seconds, log.c_str());
     for (const auto &sentence : left_out)
         std::fprintf(stderr, "posixtrace: %s\n", sentence.c_str());
+    if (push)
+        restore_stop_signals(); // a second Ctrl-C ends the push, the log kept
     bool pushed = !push || push->finish();
     if (!ended)
         target.collect_status(exit_status);
-    return pushed || exit_status ? exit_status : 1;
+    return (pushed || exit_status != 0) ? exit_status : 1;
 }
 
 int run(const RecordOptions &options)
@@ -300,6 +303,11 @@ int run(const RecordOptions &options)
     UniqueFd output = !options.output.empty() ? open_output(options.output)
                       : push                  ? push->open_spool(log_path)
                                               : UniqueFd();
+    struct stat output_status;
+    if (push && (fstat(output.get(), &output_status) != 0 || !S_ISREG(output_status.st_mode)))
+        fail("--push: " + log_path +
+             " is not a regular file (the log is read back as it is "
+             "written)");
     Target target =
         options.command.empty() ? Target::running(options.pid) : Target::command(options.command);
     trace_attr_t attr;
@@ -317,7 +325,7 @@ int run(const RecordOptions &options)
     apply_selection(trid, selection);
     std::set<trace_event_id_t> with_string = decode_strings(trid, string_arguments);
     if (push)
-        push->follow(log_path);
+        push->follow(log_path, output.get());
 
     catch_stop_signals();
     static char output_buffer[1 << 20];

@@ -134,6 +134,12 @@ void catch_stop_signals()
     sigaction(SIGTERM, &on_signal, nullptr);
 }
 
+void restore_stop_signals()
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+}
+
 bool stop_requested()
 {
     return stop_signal_seen != 0;

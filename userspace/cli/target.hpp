@@ -59,6 +59,8 @@ private:
 
 // SIGINT and SIGTERM set the flag; the commands stop cleanly on it.
 void catch_stop_signals();
+// SIGINT and SIGTERM end the process again.
+void restore_stop_signals();
 bool stop_requested();
 
 // CLOCK_REALTIME, `milliseconds` from now (for the timed getnext call).

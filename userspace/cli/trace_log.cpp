@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "target.hpp"
 
@@ -52,10 +53,11 @@ std::string fixed_string(const char *text, size_t room)
 
 } // namespace
 
-TraceLog::TraceLog(const std::string &path)
-    : path_(path), fd_(open_readable_file(path)),
-      file_size_(uint64_t(status_of(fd_.get(), path).st_size)), trid_(open_log(fd_.get(), path)),
-      names_(trid_)
+TraceLog::TraceLog(const std::string &path) : TraceLog(path, open_readable_file(path)) {}
+
+TraceLog::TraceLog(const std::string &path, UniqueFd fd)
+    : path_(path), fd_(std::move(fd)), file_size_(uint64_t(status_of(fd_.get(), path).st_size)),
+      trid_(open_log(fd_.get(), path)), names_(trid_)
 {
     trace_attr_t attr;
     size_t max_data = 0;

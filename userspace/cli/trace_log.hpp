@@ -20,6 +20,8 @@ public:
     // Opens the file and the log in it; fails with a one-line message when
     // the file cannot be read or is not a trace log.
     explicit TraceLog(const std::string &path);
+    // The log open on `fd` (read-only), shown as `path`.
+    TraceLog(const std::string &path, UniqueFd fd);
     TraceLog(const TraceLog &) = delete;
     TraceLog &operator=(const TraceLog &) = delete;
     ~TraceLog() { posix_trace_close(trid_); }

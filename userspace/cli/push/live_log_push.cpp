@@ -1,10 +1,13 @@
 #include "live_log_push.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
 #include "../export/event_rows.hpp"
 #include "batch_sender.hpp"
+#include "clickhouse_http.hpp"
+#include "log_pusher.hpp"
 
 namespace posixtrace::cli {
 namespace {
@@ -17,31 +20,30 @@ constexpr auto kSendAtLeastEvery = std::chrono::seconds(1);
 
 } // namespace
 
-LiveLogPush::LiveLogPush(LogPusher &pusher, const std::string &log_path, size_t batch_bytes)
-    : pusher_(pusher), log_(log_path), batch_bytes_(batch_bytes),
-      thread_([this](std::stop_token stop) { run(stop); })
+LiveLogPush::LiveLogPush(const std::string &url, std::unique_ptr<TraceLog> log)
+    : url_(url), log_(std::move(log)), thread_([this](std::stop_token stop) { run(stop); })
 {
 }
 
-LiveLogPush::~LiveLogPush()
-{
-    thread_.request_stop();
-}
-
-LiveLogPush::Outcome LiveLogPush::finish()
+void LiveLogPush::finish()
 {
     thread_.request_stop();
     if (thread_.joinable())
         thread_.join();
-    return outcome_;
 }
 
+// A failure the stop did not cause is said when it happens: the recording
+// may go on for long.
 void LiveLogPush::run(std::stop_token stop)
 {
     try {
         follow(stop);
     } catch (const std::exception &error) {
-        outcome_.failure = error.what();
+        if (!stop.stop_requested())
+            std::fprintf(stderr,
+                         "posixtrace: push: the live push stopped: %s; the trace log keeps "
+                         "every event for the push at the end\n",
+                         error.what());
     }
 }
 
@@ -52,17 +54,17 @@ void LiveLogPush::pause(std::stop_token &stop)
     woken_.wait_for(lock, stop, kLookEvery, [] { return false; });
 }
 
-// The log is read once more after the stop: the stream is shut down by
-// then, and the log whole.
 void LiveLogPush::follow(std::stop_token stop)
 {
-    LogDescription description = log_.description();
+    ClickHouseHttp server(url_);
+    LogPusher pusher(server, PushOptions{}, stop);
+    LogDescription description = log_->description();
     if (!description.origin)
-        throw std::runtime_error(log_.path() + ": the log has no stream id");
-    uint64_t stored = pusher_.stored_prefix(description);
+        throw std::runtime_error(log_->path() + ": the log has no stream id");
+    uint64_t stored = pusher.stored_prefix(description);
     EventRows rows(description, EventRows::Format::TabSeparated);
     BatchSender sender(
-        [this](const std::string &batch, uint64_t before) { pusher_.send_events(batch, before); },
+        [&pusher](const std::string &batch, uint64_t before) { pusher.send_events(batch, before); },
         stored);
     std::string batch;
     auto handed_at = std::chrono::steady_clock::now();
@@ -70,27 +72,23 @@ void LiveLogPush::follow(std::stop_token stop)
         sender.hand(batch, rows.next_sequence());
         handed_at = std::chrono::steady_clock::now();
     };
-    for (;;) {
-        bool last = stop.stop_requested();
-        int err = log_.read_all([&](const LoggedEvent &event) {
+    while (!stop.stop_requested()) {
+        int err = log_->read_all([&](const LoggedEvent &event) {
             if (rows.next_sequence() < stored) {
                 rows.skip_row(event);
                 return;
             }
             rows.append_row(event, batch);
-            if (batch.size() >= batch_bytes_)
+            if (batch.size() >= PushOptions{}.batch_bytes)
                 hand();
         });
         if (err)
-            throw std::runtime_error(read_error_message(log_.path(), err, rows.next_sequence()));
-        bool due = std::chrono::steady_clock::now() - handed_at >= kSendAtLeastEvery;
-        if (!batch.empty() && (last || due))
+            throw std::runtime_error(read_error_message(log_->path(), err, rows.next_sequence()));
+        if (!batch.empty() && std::chrono::steady_clock::now() - handed_at >= kSendAtLeastEvery)
             hand();
-        if (last)
-            break;
         pause(stop);
     }
-    outcome_.sent = sender.finish() - stored;
+    sender.finish();
 }
 
 } // namespace posixtrace::cli

@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -53,7 +55,22 @@ struct LogPusher::StreamTally {
     }
 };
 
-// Sent again after 0.25 s, 0.5 s, 1 s ... while the server cannot take it.
+// 0.25 s, 0.5 s, 1 s ...; false if a stop came meanwhile.
+bool LogPusher::wait_before_retry(unsigned attempt)
+{
+    auto wait = std::chrono::milliseconds(250L << std::min(attempt, 6u));
+    if (!stop_.stop_possible()) {
+        std::this_thread::sleep_for(wait);
+        return true;
+    }
+    std::mutex mutex;
+    std::condition_variable_any stopped;
+    std::unique_lock lock(mutex);
+    stopped.wait_for(lock, stop_, wait, [] { return false; });
+    return !stop_.stop_requested();
+}
+
+// Sent again while the server cannot take it.
 std::string LogPusher::send(const std::string &query, const std::string &data,
                             std::optional<uint64_t> stored)
 {
@@ -61,10 +78,9 @@ std::string LogPusher::send(const std::string &query, const std::string &data,
         try {
             return server_.post(query, data);
         } catch (const HttpFailure &failure) {
-            if (!failure.retryable() || attempt >= options_.retries)
+            if (!failure.retryable() || attempt >= options_.retries || !wait_before_retry(attempt))
                 throw PushFailure(server_.url() + ": " + failure.what(), stored,
                                   failure.retryable());
-            std::this_thread::sleep_for(std::chrono::milliseconds(250L << std::min(attempt, 6u)));
         }
     }
 }

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <utility>
 
 #include "../logged_event.hpp"
 #include "../read_progress.hpp"
@@ -48,7 +50,12 @@ public:
 
 class LogPusher {
 public:
-    LogPusher(ClickHouseHttp &server, PushOptions options) : server_(server), options_(options) {}
+    // `stop`: a stop requested there ends the wait before a batch is sent
+    // again, and the push fails at once.
+    LogPusher(ClickHouseHttp &server, PushOptions options, std::stop_token stop = {})
+        : server_(server), options_(options), stop_(std::move(stop))
+    {
+    }
 
     // Creates the database and tables where missing. Throws PushFailure.
     void create_tables();
@@ -72,8 +79,11 @@ private:
                      std::optional<uint64_t> stored);
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
 
+    bool wait_before_retry(unsigned attempt);
+
     ClickHouseHttp &server_;
     PushOptions options_;
+    std::stop_token stop_;
 };
 
 } // namespace posixtrace::cli
