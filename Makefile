@@ -317,7 +317,7 @@ FUZZERS       := log_reader usdt_notes name_table outputs
 FUZZ_BINS     := $(FUZZERS:%=$(FUZZ_BUILD)/%_fuzzer)
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_CLI_SRCS := $(addprefix userspace/cli/,event_format.cpp safe_text.cpp export/chrome_writer.cpp \
-                 export/output_file.cpp report/report_page.cpp report/report_assets.cpp \
+                 export/event_rows.cpp export/output_file.cpp report/report_page.cpp report/report_assets.cpp \
                  report/timeline.cpp threads/thread_table.cpp)
 FUZZ_CLI_OBJS := $(FUZZ_CLI_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
 

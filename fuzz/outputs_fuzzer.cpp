@@ -10,7 +10,10 @@
 // - JSON (json_string, format_json, the Chrome export): parsed by nlohmann's
 //   parser, names equal to the input where it is UTF-8;
 // - the HTML report: its data block parses as JSON and holds no "</", the page
-//   has exactly its two script elements.
+//   has exactly its two script elements;
+// - the rows of the jsonl export and of push (EventRows): a JSON object a
+//   line, or a TabSeparated row of exactly its columns, the text in them
+//   read back to the text (made valid UTF-8 for TabSeparated).
 // `make fuzz` builds it; scripts/fuzz.sh runs it.
 #include "fuzz_check.hpp"
 #include <posix_trace/events.h>
@@ -32,6 +35,7 @@
 
 #include "cli/event_format.hpp"
 #include "cli/export/chrome_writer.hpp"
+#include "cli/export/event_rows.hpp"
 #include "cli/report/report_page.hpp"
 #include "cli/report/timeline.hpp"
 #include "cli/safe_text.hpp"
@@ -270,6 +274,98 @@ void check_report(const Events &events, const std::string &path)
     FUZZ_CHECK(scripts == 2); // no element injected by a name
 }
 
+// ClickHouse's TabSeparated escapes read back; false on one it does not write.
+bool tab_unescape(const std::string &field, std::string &bytes)
+{
+    bytes.clear();
+    for (size_t i = 0; i < field.size(); ++i) {
+        if (field[i] != '\\') {
+            bytes += field[i];
+            continue;
+        }
+        if (++i == field.size())
+            return false;
+        switch (field[i]) {
+        case '\\':
+            bytes += '\\';
+            break;
+        case 't':
+            bytes += '\t';
+            break;
+        case 'n':
+            bytes += '\n';
+            break;
+        case 'r':
+            bytes += '\r';
+            break;
+        case '0':
+            bytes += '\0';
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+std::vector<std::string> split_on(const std::string &text, char separator)
+{
+    std::vector<std::string> parts(1);
+    for (char c : text)
+        if (c == separator)
+            parts.emplace_back();
+        else
+            parts.back() += c;
+    return parts;
+}
+
+// The hostile text as the host's name and the stream's, the thread's (a
+// td event names its thread, the event's own) and the events'.
+void check_rows(const Events &events, const Hostile &h)
+{
+    LogDescription description{h.name, "posixtrace", {}, 1};
+    posix_trace_origin origin{};
+    std::memcpy(origin.host_name, h.comm.data(), h.comm.size());
+    description.origin = origin;
+    const size_t thread_named = 2; // the td event's index in Events
+    for (EventRows::Format format :
+         {EventRows::Format::JsonObject, EventRows::Format::TabSeparated}) {
+        EventRows rows(description, format);
+        std::string out;
+        for (size_t i = 0; i < events.size(); ++i)
+            rows.append_row(events.logged(i), out);
+        FUZZ_CHECK(!out.empty() && out.back() == '\n');
+        std::vector<std::string> lines = split_on(out.substr(0, out.size() - 1), '\n');
+        FUZZ_CHECK(lines.size() == events.size());
+        for (size_t i = 0; i < lines.size(); ++i) {
+            if (format == EventRows::Format::JsonObject) {
+                auto row = nlohmann::json::parse(lines[i], nullptr, false);
+                FUZZ_CHECK(!row.is_discarded() && row.is_object() && row["fields"].is_object());
+                FUZZ_CHECK(row["sequence"] == i);
+                if (is_utf8(events.names[i]))
+                    FUZZ_CHECK(row["event.name"] == events.names[i]);
+                if (is_utf8(h.comm)) {
+                    FUZZ_CHECK(row["host.name"] == h.comm);
+                    if (i == thread_named)
+                        FUZZ_CHECK(row["thread.name"] == h.comm);
+                }
+                continue;
+            }
+            std::vector<std::string> fields = split_on(lines[i], '\t'), text(fields.size());
+            FUZZ_CHECK(fields.size() == split_on(EventRows::tab_separated_columns(), ',').size());
+            for (size_t f = 0; f < fields.size(); ++f)
+                FUZZ_CHECK(tab_unescape(fields[f], text[f]));
+            FUZZ_CHECK(text[0] == valid_utf8(h.comm) && text[3] == valid_utf8(h.name));
+            FUZZ_CHECK(text[4] == std::to_string(i));
+            FUZZ_CHECK(text[10] == valid_utf8(events.names[i]));
+            if (i == thread_named)
+                FUZZ_CHECK(text[9] == valid_utf8(h.comm));
+            auto decoded = nlohmann::json::parse(text[16], nullptr, false);
+            FUZZ_CHECK(!decoded.is_discarded() && decoded.is_object());
+        }
+    }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -291,5 +387,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_event_lines(events);
     check_chrome(events, dir + "/chrome.json");
     check_report(events, dir + "/report.html");
+    check_rows(events, hostile);
     return 0;
 }

@@ -197,6 +197,19 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     CHECK(counters.lost_in_kernel + counters.lost_in_stream == 0);
     CHECK(created.size() == 64);
     CHECK(died == created);
+    // Twice 3 of the 64 reaps did not come (once within 60 s), with no loss
+    // counted: a missing one says whether the kernel still holds its task.
+    std::string unreaped;
+    for (pid_t tid : created)
+        if (!reaped.count(tid))
+            unreaped +=
+                " " + std::to_string(tid) +
+                (access(("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid)).c_str(),
+                        F_OK) == 0
+                     ? " (its task still listed)"
+                     : " (gone from /proc)");
+    INFO("not reaped:" << unreaped << "; waited until the deadline: "
+                       << (std::chrono::steady_clock::now() >= deadline));
     CHECK(reaped == created);
     REQUIRE(concurrency.size() == 128);
     CHECK(*std::max_element(concurrency.begin(), concurrency.end()) == uint64_t(peak));

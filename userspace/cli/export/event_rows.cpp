@@ -71,6 +71,17 @@ EventRows::EventRows(const LogDescription &description, Format format)
         stream_id_ = text(uuid_text(origin->stream_id));
         realtime_offset_ns_ = origin->realtime_offset_ns;
     }
+    row_start_ = host_ + '\t' + boot_id_ + '\t' + stream_id_ + '\t' + stream_name_ + '\t';
+}
+
+// An event type's name keeps its text for the whole log (EventNames); a
+// row a million times over is made without making it again.
+const std::string &EventRows::name_text(const LoggedEvent &event)
+{
+    auto [known, added] = name_texts_.try_emplace(event.info.posix_event_id);
+    if (added || known->second.first != event.name)
+        known->second = {event.name, text(event.name)};
+    return known->second.second;
 }
 
 std::string EventRows::text(std::string_view value) const
@@ -138,7 +149,7 @@ void EventRows::count_row(const LoggedEvent &event)
 }
 
 void EventRows::append_json(const LoggedEvent &event, const std::string &thread_name,
-                            std::string &out) const
+                            std::string &out)
 {
     const posix_trace_event_info &info = event.info;
     uint64_t realtime_ns = timestamp_ns(info);
@@ -158,7 +169,7 @@ void EventRows::append_json(const LoggedEvent &event, const std::string &thread_
     append_number(out, info.posix_pid);
     out += ",\"thread.id\":";
     append_number(out, info.posix_tid);
-    out += ",\"thread.name\":" + thread_name + ",\"event.name\":" + json_string(event.name);
+    out += ",\"thread.name\":" + thread_name + ",\"event.name\":" + name_text(event);
     out += std::string(",\"event.class\":\"") + class_of(info.posix_event_id) + "\",\"event.id\":";
     append_number(out, info.posix_event_id);
     out += ",\"data_hex\":\"";
@@ -178,11 +189,11 @@ int64_t EventRows::monotonic_ns(uint64_t realtime_ns) const
 // Without an origin the host and stream columns are empty, which the
 // engine's UUID columns refuse: push does not send such a log.
 void EventRows::append_tab_separated(const LoggedEvent &event, const std::string &thread_name,
-                                     std::string &out) const
+                                     std::string &out)
 {
     const posix_trace_event_info &info = event.info;
     uint64_t realtime_ns = timestamp_ns(info);
-    out += host_ + '\t' + boot_id_ + '\t' + stream_id_ + '\t' + stream_name_ + '\t';
+    out += row_start_;
     append_number(out, sequence_);
     out += '\t';
     append_number(out, realtime_ns);
@@ -192,16 +203,24 @@ void EventRows::append_tab_separated(const LoggedEvent &event, const std::string
     append_number(out, info.posix_pid);
     out += '\t';
     append_number(out, info.posix_tid);
-    out += '\t' + thread_name + '\t' + tab_separated(valid_utf8(event.name)) + '\t' +
-           class_of(info.posix_event_id) + '\t';
+    out += '\t';
+    out += thread_name;
+    out += '\t';
+    out += name_text(event);
+    out += '\t';
+    out += class_of(info.posix_event_id);
+    out += '\t';
     append_number(out, info.posix_event_id);
     out += '\t';
     append_hex(out, event.data, event.length);
-    out += std::string("\t") + truncation_name(info.posix_truncation_status) + '\t';
+    out += '\t';
+    out += truncation_name(info.posix_truncation_status);
+    out += '\t';
     append_number(out, lost_before_);
-    out += '\t' +
-           tab_separated("{" + format_json_decoded_fields(info, event.data, event.length) + "}") +
-           '\n';
+    out += '\t';
+    std::string fields = format_json_decoded_fields(info, event.data, event.length);
+    out += fields.empty() ? "{}" : tab_separated("{" + fields + "}");
+    out += '\n';
 }
 
 } // namespace posixtrace::cli

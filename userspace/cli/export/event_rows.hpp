@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "../logged_event.hpp"
@@ -49,10 +50,10 @@ private:
     int64_t monotonic_ns(uint64_t realtime_ns) const;
     void remember_thread_name(const LoggedEvent &event);
     void count_row(const LoggedEvent &event);
-    void append_json(const LoggedEvent &event, const std::string &thread_name,
-                     std::string &out) const;
+    void append_json(const LoggedEvent &event, const std::string &thread_name, std::string &out);
     void append_tab_separated(const LoggedEvent &event, const std::string &thread_name,
-                              std::string &out) const;
+                              std::string &out);
+    const std::string &name_text(const LoggedEvent &event);
 
     Format format_;
     bool has_origin_;
@@ -62,6 +63,9 @@ private:
     uint64_t lost_before_ = 0;
     std::map<std::pair<pid_t, pid_t>, std::string> thread_names_; // (pid, tid) -> text()
     std::string unnamed_thread_;
+    std::string row_start_; // a TabSeparated row's first four values, each row's
+    // an event type's name, and its text()
+    std::unordered_map<trace_event_id_t, std::pair<std::string, std::string>> name_texts_;
 };
 
 } // namespace posixtrace::cli
