@@ -47,13 +47,6 @@ void LiveLogPush::run(std::stop_token stop)
     }
 }
 
-// Until the next look, or the stop.
-void LiveLogPush::pause(std::stop_token &stop)
-{
-    std::unique_lock lock(mutex_);
-    woken_.wait_for(lock, stop, kLookEvery, [] { return false; });
-}
-
 void LiveLogPush::follow(std::stop_token stop)
 {
     ClickHouseHttp server(url_);
@@ -86,7 +79,7 @@ void LiveLogPush::follow(std::stop_token stop)
             throw std::runtime_error(read_error_message(log_->path(), err, rows.next_sequence()));
         if (!batch.empty() && std::chrono::steady_clock::now() - handed_at >= kSendAtLeastEvery)
             hand();
-        pause(stop);
+        wait_unless_stopped(stop, kLookEvery);
     }
     sender.finish();
 }

@@ -6,10 +6,8 @@
 // recording's best effort: once the recording has ended, the push of the
 // whole log (LogPusher::push) finds these events stored and sends the
 // rest, so a failure here loses nothing, and a stop cuts its retries short.
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -32,12 +30,9 @@ public:
 private:
     void run(std::stop_token stop);
     void follow(std::stop_token stop);
-    void pause(std::stop_token &stop);
 
     std::string url_;
     std::unique_ptr<TraceLog> log_;
-    std::mutex mutex_;
-    std::condition_variable_any woken_;
     std::jthread thread_; // last: it starts once the rest is there
 };
 

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "../event_format.hpp"
@@ -55,19 +54,12 @@ struct LogPusher::StreamTally {
     }
 };
 
-// 0.25 s, 0.5 s, 1 s ...; false if a stop came meanwhile.
-bool LogPusher::wait_before_retry(unsigned attempt)
+bool wait_unless_stopped(const std::stop_token &stop, std::chrono::milliseconds wait)
 {
-    auto wait = std::chrono::milliseconds(250L << std::min(attempt, 6u));
-    if (!stop_.stop_possible()) {
-        std::this_thread::sleep_for(wait);
-        return true;
-    }
     std::mutex mutex;
     std::condition_variable_any stopped;
     std::unique_lock lock(mutex);
-    stopped.wait_for(lock, stop_, wait, [] { return false; });
-    return !stop_.stop_requested();
+    return !stopped.wait_for(lock, stop, wait, [&stop] { return stop.stop_requested(); });
 }
 
 // Sent again while the server cannot take it.
@@ -78,7 +70,10 @@ std::string LogPusher::send(const std::string &query, const std::string &data,
         try {
             return server_.post(query, data);
         } catch (const HttpFailure &failure) {
-            if (!failure.retryable() || attempt >= options_.retries || !wait_before_retry(attempt))
+            // 0.25 s, 0.5 s, 1 s ...
+            auto wait = std::chrono::milliseconds(250L << std::min(attempt, 6u));
+            if (!failure.retryable() || attempt >= options_.retries ||
+                !wait_unless_stopped(stop_, wait))
                 throw PushFailure(server_.url() + ": " + failure.what(), stored,
                                   failure.retryable());
         }

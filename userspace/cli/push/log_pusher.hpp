@@ -3,6 +3,7 @@
 // over ClickHouse's HTTP interface: in batches of bounded size, each sent
 // again while the server cannot take it, and from where an earlier push of
 // the same stream stopped, so pushing a log twice adds nothing.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -16,6 +17,10 @@
 #include "clickhouse_http.hpp"
 
 namespace posixtrace::cli {
+
+// Waits `wait`, or less if a stop comes meanwhile (a default token never
+// stops); false if it came.
+bool wait_unless_stopped(const std::stop_token &stop, std::chrono::milliseconds wait);
 
 struct PushOptions {
     unsigned retries = 5; // sent again this many times at most, waiting 0.25 s, 0.5 s, ...
@@ -78,8 +83,6 @@ private:
     std::string send(const std::string &query, const std::string &data,
                      std::optional<uint64_t> stored);
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
-
-    bool wait_before_retry(unsigned attempt);
 
     ClickHouseHttp &server_;
     PushOptions options_;
