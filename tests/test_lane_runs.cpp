@@ -120,6 +120,29 @@ TEST_CASE("lane runs: a chunk is refused whole when its first record is cut off,
     CHECK(taken->bytes == expected_bytes(2, 8));
 }
 
+// The process can write over its lane: a stamp that goes back in its chunk
+// leaves the chunk to the merge, which judges each record, as a chunk kept
+// in place by the store is judged (one walk for both).
+TEST_CASE("lane runs: a chunk whose stamps go back is refused whole, the run as it was",
+          "[lane-runs]")
+{
+    RunsToLog to;
+    MemoryRing ring;
+    ring.commit(ring.reserve(8), 100, kFirstId, 8);
+    ring.commit(ring.reserve(8), 300, kSecondId, 8);
+    ring.commit(ring.reserve(8), 200, kFirstId, 8);
+    RingMerger::Chunk chunk{ring, 0, ring.producer(), 0};
+
+    CHECK_FALSE(to.runs->take(chunk, to.judge));
+    CHECK(to.runs->bytes_held() == 0);
+
+    RingMerger::Chunk in_order{ring, 0, 2 * ring.producer() / 3, 0};
+    std::optional<LaneRuns::Taken> taken = to.runs->take(in_order, to.judge);
+    REQUIRE(taken);
+    CHECK(taken->events == 2);
+    CHECK(taken->latest_ns == 300);
+}
+
 TEST_CASE("lane runs: discarded records are skipped, a name is given once a run", "[lane-runs]")
 {
     RunsToLog to;

@@ -96,8 +96,7 @@ struct Store {
           user_events(
               kTarget, [](pid_t) { return uint32_t(1); }, nullptr),
           pipeline(kTarget, user_events, filters),
-          intake(store, *full_policy, pipeline, ledger, filters, owner.phase_now, kRealtimeOffset,
-                 owner)
+          intake(store, *full_policy, pipeline, ledger, filters, owner.phase_now, owner)
     {
         pool.allow(64);
         intake.lend_chunks_judged_by(judge_passing_all());

@@ -45,12 +45,12 @@ struct NotingOwner final : StreamIntake::Owner {
 // A stream of `policy`, room for about `events` events of 64 bytes.
 struct Intake {
     Intake(int policy, size_t events)
-        : store(events * stored_event_size(64), policy), full_policy(FullPolicy::make(policy)),
+        : store(events * stored_event_size(64), policy, kRealtimeOffset),
+          full_policy(FullPolicy::make(policy)),
           user_events(
               kTarget, [](pid_t) { return uint32_t(1); }, nullptr),
           pipeline(kTarget, user_events, filters),
-          intake(store, *full_policy, pipeline, ledger, filters, owner.phase_now, kRealtimeOffset,
-                 owner)
+          intake(store, *full_policy, pipeline, ledger, filters, owner.phase_now, owner)
     {
         user_events.set_primary_image(1);
         owner.store = &store;

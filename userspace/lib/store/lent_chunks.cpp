@@ -9,6 +9,7 @@
 #include "attributes/attributes.hpp"
 #include "sources/lanes/chunk_pool.hpp"
 #include "stages/record_kind.hpp"
+#include "stream/record_ring.hpp"
 
 namespace posixtrace {
 namespace {
@@ -17,9 +18,10 @@ enum class Parsed { Record, Filler, Damaged };
 
 constexpr uint32_t kPrefetchAheadBytes = 2048;
 
-// The frame at `at` as a lane writes it (a BPF ring buffer's: an 8-byte
-// header, then the record), checked against its chunk: `event` and the
-// frame's bytes in `span`.
+// The frame at `at`, read as the merge reads a lane's (RecordRing's rules)
+// and checked against its chunk: `header` a copy of its record's header,
+// `data` where its data is, and the frame's bytes in `span`. Nothing in a
+// chunk lent is still being written.
 Parsed parse(const LentChunks::Lent &chunk, uint32_t at, pt_record &header, const uint8_t *&data,
              uint32_t &span)
 {
@@ -27,19 +29,14 @@ Parsed parse(const LentChunks::Lent &chunk, uint32_t at, pt_record &header, cons
         return Parsed::Damaged;
     const uint8_t *frame = chunk.memory.bytes + at;
     uint32_t length = __atomic_load_n(reinterpret_cast<const uint32_t *>(frame), __ATOMIC_RELAXED);
-    if (length & BPF_RINGBUF_BUSY_BIT)
-        return Parsed::Damaged;
-    uint32_t record_bytes = length & ~BPF_RINGBUF_DISCARD_BIT;
-    uint64_t bytes = (uint64_t(record_bytes) + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t(7);
-    if (bytes > chunk.to - at)
-        return Parsed::Damaged;
-    span = uint32_t(bytes);
-    if (length & BPF_RINGBUF_DISCARD_BIT)
+    RecordRing::Frame read = RecordRing::frame_of(length, chunk.to - at);
+    span = uint32_t(read.size);
+    if (read.slot == RecordRing::Slot::Discarded)
         return Parsed::Filler;
-    if (record_bytes < PT_RECORD_HEADER_SIZE)
+    if (read.slot != RecordRing::Slot::Committed)
         return Parsed::Damaged;
     std::memcpy(&header, frame + BPF_RINGBUF_HDR_SZ, PT_RECORD_HEADER_SIZE);
-    if (header.data_len > record_bytes - PT_RECORD_HEADER_SIZE)
+    if (!RecordRing::holds_data(length, header.data_len))
         return Parsed::Damaged;
     data = frame + BPF_RINGBUF_HDR_SZ + PT_RECORD_HEADER_SIZE;
     return Parsed::Record;

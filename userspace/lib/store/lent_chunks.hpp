@@ -72,6 +72,7 @@ public:
     {
         read_floor_ns_ = std::max(read_floor_ns_, monotonic_ns);
     }
+    bool read_past(uint64_t monotonic_ns) const { return monotonic_ns < read_floor_ns_; }
     // Records found damaged since the last call.
     uint64_t take_damaged() { return std::exchange(damaged_, 0); }
 

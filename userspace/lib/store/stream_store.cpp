@@ -39,7 +39,6 @@ void StreamStore::pop_peeked()
         buffer_.pop();
         return;
     }
-    lent_read_ns_ = peeked_.timestamp_ns;
     lent_.pop_oldest();
 }
 
@@ -47,7 +46,6 @@ void StreamStore::clear()
 {
     buffer_.clear();
     lent_.clear();
-    lent_read_ns_ = 0;
     beside_ = 0;
     full_ = false;
     head_loss_ = {};

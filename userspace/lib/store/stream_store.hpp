@@ -48,6 +48,7 @@ public:
     // `realtime_offset_ns`: realtime - monotonic, the stream's, for the
     // chunks it keeps in place.
     StreamStore(size_t stream_size, int full_policy, int64_t realtime_offset_ns = 0);
+    int64_t realtime_offset_ns() const { return realtime_offset_ns_; }
 
     bool valid() const { return buffer_.valid(); }
     size_t capacity() const { return buffer_.capacity(); }
@@ -92,9 +93,9 @@ public:
     // Records lent that could not be read as lent (the process wrote over
     // them), since the last call: they are lost.
     uint64_t take_damaged() { return lent_.take_damaged(); }
-    // Whether a record stamped `realtime_ns` would come after a younger one
-    // was read from a chunk lent.
-    bool read_past(uint64_t realtime_ns) const { return realtime_ns < lent_read_ns_; }
+    // Whether a record stamped `monotonic_ns` would come after a younger one
+    // was read.
+    bool read_past(uint64_t monotonic_ns) const { return lent_.read_past(monotonic_ns); }
 
     // The oldest event a reader may take, its stamp realtime (stored, or
     // lent and settled); nullptr when there is none. Valid until the next
@@ -153,7 +154,6 @@ private:
     LentChunks lent_;
     int64_t realtime_offset_ns_;
     uint64_t settled_before_ns_ = 0; // monotonic
-    uint64_t lent_read_ns_ = 0;      // realtime: the latest lent record read
     bool peeked_lent_ = false;
     size_t beside_ = 0;
     bool full_ = false;

@@ -36,33 +36,22 @@ LaneRuns::Encoded LaneRuns::encode(const RingMerger::Chunk &chunk, const Judge &
                                    uint64_t &latest_ns)
 {
     log::BlockEncoder &block = open_->block;
-    bool first = true;
-    uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
-    for (uint64_t at = chunk.from; at < chunk.to;) {
-        RecordRing::Record next = chunk.ring.at(at);
-        uint64_t rest = chunk.to - at;
-        at += next.size;
-        // A damaged record is the merge's to count.
-        if (next.slot == RecordRing::Slot::Busy || next.slot == RecordRing::Slot::Damaged)
-            return Encoded::Refused;
-        if (next.slot == RecordRing::Slot::Discarded)
-            continue;
-        const pt_record &record = *next.record;
-        if (first &&
-            (record.timestamp_ns < chunk.not_before_ns || !judge.records.kept(record.timestamp_ns)))
-            return Encoded::Refused;
-        first = false;
-        if (record.event_id != judged_id) {
-            if (!judge.records.as_numbered(record))
-                return Encoded::Refused;
-            if (!name(record.event_id, rest, judge))
-                return Encoded::NoRoom;
-            judged_id = record.event_id;
-        }
+    auto add = [&](const pt_record &record, uint64_t rest, bool new_type) {
+        if (new_type && !name(record.event_id, rest, judge))
+            return false;
         block.add_event(record, record.data, realtime_offset_ns_);
         latest_ns = record.timestamp_ns;
+        return true;
+    };
+    switch (walk_chunk(chunk, judge.records, add)) {
+    case ChunkWalk::Whole:
+        return Encoded::All;
+    case ChunkWalk::Stopped:
+        return Encoded::NoRoom;
+    case ChunkWalk::Refused:
+        break;
     }
-    return Encoded::All;
+    return Encoded::Refused;
 }
 
 // A user event's name is in the run before its first event. A record takes

@@ -72,22 +72,44 @@ public:
         const uint8_t *header = address_of(position);
         uint32_t length =
             __atomic_load_n(reinterpret_cast<const uint32_t *>(header), __ATOMIC_ACQUIRE);
-        uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
         // A writer never lets a record cross a chunk's end: one that claims
         // to would move the reader into memory of another chunk, or none.
-        if (chunk_table_) {
-            uint64_t to_end = bytes_ - (position & (bytes_ - 1));
-            if (size > to_end)
-                return {Slot::Damaged, nullptr, to_end};
-        }
-        if (length & BPF_RINGBUF_BUSY_BIT)
-            return {Slot::Busy, nullptr, size};
-        if (length & BPF_RINGBUF_DISCARD_BIT)
-            return {Slot::Discarded, nullptr, size};
+        uint64_t room = chunk_table_ ? bytes_ - (position & (bytes_ - 1)) : UINT64_MAX;
+        Frame frame = frame_of(length, room);
+        if (frame.slot != Slot::Committed)
+            return {frame.slot, nullptr, frame.size};
         const auto *record = reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ);
-        if (length < PT_RECORD_HEADER_SIZE || length - PT_RECORD_HEADER_SIZE < record->data_len)
-            return {Slot::Damaged, nullptr, size};
-        return {Slot::Committed, record, size};
+        if (!holds_data(length, record->data_len))
+            return {Slot::Damaged, nullptr, frame.size};
+        return {Slot::Committed, record, frame.size};
+    }
+
+    // The rules of a frame, for every reader of one (at(), and the reader
+    // of a lane's chunk kept in place after it left its ring): its slot and
+    // the bytes to the next frame, from its header's length word and the
+    // `room` left before its chunk's end. A committed frame's record must
+    // also hold the data its header claims (holds_data, asked of the header
+    // the reader goes on with).
+    struct Frame {
+        Slot slot;
+        uint64_t size;
+    };
+    static Frame frame_of(uint32_t length, uint64_t room)
+    {
+        uint64_t size = span_of(length & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
+        if (size > room)
+            return {Slot::Damaged, room};
+        if (length & BPF_RINGBUF_BUSY_BIT)
+            return {Slot::Busy, size};
+        if (length & BPF_RINGBUF_DISCARD_BIT)
+            return {Slot::Discarded, size};
+        if (length < PT_RECORD_HEADER_SIZE)
+            return {Slot::Damaged, size};
+        return {Slot::Committed, size};
+    }
+    static bool holds_data(uint32_t length, uint32_t data_len)
+    {
+        return length - PT_RECORD_HEADER_SIZE >= data_len;
     }
 
     // A ring made of chunks (LocalRing): their size, a power of two, and no

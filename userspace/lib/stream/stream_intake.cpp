@@ -27,7 +27,7 @@ void StreamIntake::store(const pt_record &record, const void *data)
 {
     // Only a clock that broke the merge's argument brings a record older
     // than one read already from a chunk kept in place.
-    if (store_.read_past(uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_))) {
+    if (store_.read_past(record.timestamp_ns)) {
         note_loss(StreamLoss::Late, 1);
         return;
     }
@@ -124,31 +124,14 @@ std::optional<StreamIntake::JudgedChunk> judge_chunk(const RingMerger::Chunk &ch
                                                      const ChunkJudge &judge)
 {
     StreamIntake::JudgedChunk judged;
-    uint64_t latest_ns = chunk.not_before_ns;
-    uint32_t judged_id = UINT32_MAX; // the latest id judged: a chunk has few
-    for (uint64_t at = chunk.from; at < chunk.to;) {
-        RecordRing::Record next = chunk.ring.at(at);
-        at += next.size;
-        if (next.slot == RecordRing::Slot::Busy || next.slot == RecordRing::Slot::Damaged)
-            return std::nullopt;
-        if (next.slot == RecordRing::Slot::Discarded)
-            continue;
-        const pt_record &record = *next.record;
-        if (record.timestamp_ns < latest_ns ||
-            (judged.events == 0 && !judge.kept(record.timestamp_ns)))
-            return std::nullopt;
-        if (record.event_id != judged_id) {
-            if (!judge.as_numbered(record))
-                return std::nullopt;
-            judged_id = record.event_id;
-        }
+    ChunkWalk walk = walk_chunk(chunk, judge, [&judged](const pt_record &record, uint64_t, bool) {
         if (judged.events++ == 0)
             judged.first_ns = record.timestamp_ns;
-        latest_ns = record.timestamp_ns;
+        judged.last_ns = record.timestamp_ns;
         judged.bytes += stored_event_size(record.data_len);
-    }
-    judged.last_ns = latest_ns;
-    if (!judged.events)
+        return true;
+    });
+    if (walk != ChunkWalk::Whole || judged.events == 0)
         return std::nullopt;
     return judged;
 }

@@ -36,12 +36,13 @@ public:
         ~Owner() = default;
     };
 
-    // `phase` is the stream's, read as each event is stored.
+    // `phase` is the stream's, read as each event is stored. Events are
+    // stored stamped in realtime, by the store's offset.
     StreamIntake(StreamStore &store, const FullPolicy &policy, RecordPipeline &pipeline,
                  LossLedger &ledger, const FilterHistory &filters, const StreamPhase &phase,
-                 int64_t realtime_offset_ns, Owner &owner)
+                 Owner &owner)
         : store_(store), policy_(policy), pipeline_(pipeline), ledger_(ledger), filters_(filters),
-          phase_(phase), realtime_offset_ns_(realtime_offset_ns), owner_(owner)
+          phase_(phase), realtime_offset_ns_(store.realtime_offset_ns()), owner_(owner)
     {
     }
 

@@ -86,8 +86,7 @@ void StreamParts::assemble_store(const Attributes &attributes, const Holder &hol
                                  uint64_t rings_created_after_ns)
 {
     full_policy = FullPolicy::make(attributes.stream_full_policy);
-    intake.emplace(*store, *full_policy, *pipeline, ledger, filters, holder.phase,
-                   realtime_offset_ns, holder.intake);
+    intake.emplace(*store, *full_policy, *pipeline, ledger, filters, holder.phase, holder.intake);
     drain.emplace(StreamDrain::Parts{recording, *pipeline, *rescan, *intake, *store, ledger,
                                      *system_events, filters, holder.phase, nullptr},
                   rings_created_after_ns);
