@@ -225,7 +225,16 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     }
     posix_trace_counters counters{};
     REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
-    CHECK(counters.lost_in_kernel + counters.lost_in_stream == 0);
+    // Once 2 were counted lost (in a full suite): which programs the kernel
+    // skipped, if that was it.
+    std::string skipped;
+    each_program([&](const bpf_prog_info &info) {
+        if (info.recursion_misses)
+            skipped += std::string(" ") + info.name + ":" + std::to_string(info.recursion_misses);
+    });
+    INFO("programs skipped by the kernel (ever):" << skipped);
+    CHECK(counters.lost_in_kernel == 0);
+    CHECK(counters.lost_in_stream == 0);
     CHECK(created.size() == 64);
     CHECK(died == created);
     // Twice 3 of the 64 reaps did not come (once within 60 s), with no loss

@@ -46,19 +46,24 @@ std::shared_ptr<ReadableTrace> readable_of(trace_id_t trid)
 struct StreamLastRead {
     trace_id_t id = 0;
     uint64_t table_version = 0;
-    std::shared_ptr<Stream> stream; // nullptr: the id named no stream of this process
+    Stream *stream = nullptr; // nullptr: the id named no stream of this process
 };
-// Initial-exec: no call to find the thread's copy on every read.
-thread_local StreamLastRead last_read __attribute__((tls_model("initial-exec")));
+// Trivially destructible and constant-initialised, so that reading it takes
+// no call (a guard of its initialisation would be found through one): the
+// reference that keeps `stream` alive is apart, touched only as it changes.
+constinit thread_local StreamLastRead last_read __attribute__((tls_model("initial-exec"))) = {};
+thread_local std::shared_ptr<Stream> last_read_kept;
 
 Stream *stream_to_read(trace_id_t trid)
 {
     StreamTable &table = StreamTable::instance();
     // Read before find(): a change in between makes the next call look again.
     uint64_t version = table.version();
-    if (last_read.id != trid || last_read.table_version != version)
-        last_read = {trid, version, table.find(trid)};
-    Stream *stream = last_read.stream.get();
+    if (last_read.id != trid || last_read.table_version != version) {
+        last_read_kept = table.find(trid);
+        last_read = {trid, version, last_read_kept.get()};
+    }
+    Stream *stream = last_read.stream;
     // A forked child inherits the thread's memory and the table alike.
     return stream && stream->owned_by_this_process() ? stream : nullptr;
 }
@@ -130,8 +135,10 @@ POSIXTRACE_EXPORT int posix_trace_shutdown(trace_id_t trid)
     auto stream = StreamTable::instance().remove(trid);
     if (!stream)
         return EINVAL;
-    if (last_read.stream == stream)
+    if (last_read.stream == stream.get()) {
         last_read = {};
+        last_read_kept.reset();
+    }
     return stream->shutdown();
 }
 

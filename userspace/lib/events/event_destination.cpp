@@ -8,7 +8,8 @@
 
 namespace posixtrace {
 
-void copy_event_out(const pt_record &record, const void *data, const EventDestination &to)
+void copy_event_out(const pt_record &record, uint64_t realtime_ns, const void *data,
+                    const EventDestination &to)
 {
     posix_trace_event_info &info = *to.info;
     info = {};
@@ -16,7 +17,7 @@ void copy_event_out(const pt_record &record, const void *data, const EventDestin
     info.posix_pid = pid_t(record.pid);
     info.posix_prog_address = reinterpret_cast<void *>(record.prog_address);
     info.posix_thread_id = pthread_t(record.thread_id);
-    info.posix_timestamp = to_timespec(record.timestamp_ns);
+    info.posix_timestamp = to_timespec(realtime_ns);
     info.posix_tid = pid_t(record.tid);
     info.posix_truncation_status = record.flags & PT_RECORD_TRUNCATED ? POSIX_TRACE_TRUNCATED_RECORD
                                                                       : POSIX_TRACE_NOT_TRUNCATED;

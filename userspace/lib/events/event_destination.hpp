@@ -16,7 +16,9 @@ struct EventDestination {
 };
 
 // Fills `to` with a record and its payload, cut to what it has room for
-// (POSIX_TRACE_TRUNCATED_READ); its stamp is taken as CLOCK_REALTIME.
-void copy_event_out(const pt_record &record, const void *data, const EventDestination &to);
+// (POSIX_TRACE_TRUNCATED_READ), stamped `realtime_ns` (the stores keep the
+// record's own stamp apart from its header, which they do not copy).
+void copy_event_out(const pt_record &record, uint64_t realtime_ns, const void *data,
+                    const EventDestination &to);
 
 } // namespace posixtrace

@@ -17,6 +17,15 @@ StreamStore::StreamStore(size_t stream_size, int full_policy, int64_t realtime_o
 // stamped with it, as the merge delivers them.
 const StoredEvent *StreamStore::peek()
 {
+    if (!peek_current_) {
+        peek_result_ = look();
+        peek_current_ = true;
+    }
+    return peek_result_;
+}
+
+const StoredEvent *StreamStore::look()
+{
     std::optional<StoredEvent> lent = lent_.oldest_before(settled_before_ns_);
     uint64_t lent_ns = lent ? uint64_t(int64_t(lent->timestamp_ns) + realtime_offset_ns_) : 0;
     if (!buffer_.empty() && (!lent || buffer_.front().timestamp_ns <= lent_ns)) {
@@ -34,6 +43,7 @@ const StoredEvent *StreamStore::peek()
 
 void StreamStore::pop_peeked()
 {
+    changed();
     lent_.read_up_to(uint64_t(int64_t(peeked_.timestamp_ns) - realtime_offset_ns_));
     if (!peeked_lent_) {
         buffer_.pop();
@@ -44,6 +54,7 @@ void StreamStore::pop_peeked()
 
 void StreamStore::clear()
 {
+    changed();
     buffer_.clear();
     lent_.clear();
     beside_ = 0;
@@ -68,6 +79,7 @@ void StreamStore::overwrite_before(uint64_t timestamp_ns)
 
 void StreamStore::overwrite_oldest()
 {
+    changed();
     const pt_record &oldest = buffer_.front();
     if (oldest.event_id == POSIX_TRACE_OVERFLOW) {
         posix_trace_overflow_data carried;
@@ -222,6 +234,7 @@ std::unique_ptr<FullPolicy> FullPolicy::make(int stream_full_policy)
 // it gives back is the room it takes again, so the events held always fit.
 uint64_t StreamStore::merge_in(const std::vector<HeldEvent> &events)
 {
+    changed();
     uint64_t refused = 0;
     auto next = events.begin();
     auto put_before = [&](uint64_t timestamp_ns) {

@@ -63,13 +63,21 @@ public:
     size_t held() const { return buffer_.used() + beside_ + lent_.bytes(); }
     void hold_beside(size_t bytes) { beside_ += bytes; }
     void forget_beside() { beside_ = 0; }
-    void push(const pt_record &record, const void *data) { buffer_.push(record, data); }
+    void push(const pt_record &record, const void *data)
+    {
+        changed();
+        buffer_.push(record, data);
+    }
 
     // A lane's chunk kept in place, its records stamped (CLOCK_MONOTONIC)
     // no earlier than the events pushed so far: they are read among the
     // events pushed later, in timestamp order, once settle_before() passed
     // them. `lane`: any token of the lane, whose chunks follow each other.
-    void lend(const void *lane, const LentChunks::Lent &chunk) { lent_.add(lane, chunk); }
+    void lend(const void *lane, const LentChunks::Lent &chunk)
+    {
+        changed();
+        lent_.add(lane, chunk);
+    }
     // Whether a chunk of `lane` whose records are stamped from `first_ns` on
     // would be read in its place: after what may have been read already,
     // and after the lane's chunks lent before.
@@ -81,15 +89,24 @@ public:
     // safe point): what was lent before it may be read.
     void settle_before(uint64_t monotonic_ns)
     {
+        changed();
         settled_before_ns_ = std::max(settled_before_ns_, monotonic_ns);
     }
     uint64_t settled_before() const { return settled_before_ns_; }
     // The chunks lent go back to their pool now (the stream ends: its
     // sources' memory is let go next).
-    void give_back_lent() { lent_.clear(); }
+    void give_back_lent()
+    {
+        changed();
+        lent_.clear();
+    }
     // The records lent and stamped at or after `monotonic_ns` go (the stream
     // stopped there, full); returns how many events.
-    uint64_t cut_lent_from(uint64_t monotonic_ns) { return lent_.cut_from(monotonic_ns); }
+    uint64_t cut_lent_from(uint64_t monotonic_ns)
+    {
+        changed();
+        return lent_.cut_from(monotonic_ns);
+    }
     // Records lent that could not be read as lent (the process wrote over
     // them), since the last call: they are lost.
     uint64_t take_damaged() { return lent_.take_damaged(); }
@@ -99,7 +116,9 @@ public:
 
     // The oldest event a reader may take, its stamp realtime (stored, or
     // lent and settled); nullptr when there is none. Valid until the next
-    // call that changes the store.
+    // call that changes the store; asked again before that, the same answer
+    // without a look (a reader asks twice a read: whether the stream is
+    // readable, then the event).
     const StoredEvent *peek();
     // Takes the event peek() returned.
     void pop_peeked();
@@ -149,6 +168,9 @@ public:
 
 private:
     void overwrite_oldest();
+    // Every call that can change what peek() finds says so.
+    void changed() { peek_current_ = false; }
+    const StoredEvent *look();
 
     EventBuffer buffer_;
     LentChunks lent_;
@@ -163,6 +185,8 @@ private:
     uint64_t last_dropped_ns_ = 0; // realtime; LOOP's latest overwritten event
     LossReport refused_;           // UNTIL_FULL refused them while full
     StoredEvent peeked_{};
+    const StoredEvent *peek_result_ = nullptr;
+    bool peek_current_ = false;
 };
 
 // One object per stream full policy: what becomes of an event that does

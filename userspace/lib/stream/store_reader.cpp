@@ -42,15 +42,13 @@ StoreReader::Read StoreReader::read(const EventDestination &to)
     pt_record report;
     posix_trace_overflow_data loss;
     if (take_loss_report(report, loss)) {
-        copy_event_out(report, &loss, to); // a resume event's data_len is 0
+        copy_event_out(report, report.timestamp_ns, &loss, to); // a resume event's data_len is 0
         return Read::Report;
     }
     const StoredEvent *event = store_.peek();
     if (!event)
         return Read::Nothing;
-    pt_record header = *event->header;
-    header.timestamp_ns = event->timestamp_ns;
-    copy_event_out(header, event->data, to);
+    copy_event_out(*event->header, event->timestamp_ns, event->data, to);
     store_.pop_peeked();
     count_damaged();
     return Read::Event;
