@@ -119,7 +119,7 @@ void LentChunks::give_back_front(Lane &lane)
 }
 
 // Looked for again only once the lanes changed: a reader asks at every
-// read, and twice (whether the stream is readable, then the event).
+// read.
 size_t LentChunks::oldest_lane()
 {
     if (oldest_known_)
