@@ -26,7 +26,8 @@ void StreamIntake::deliver(const pt_record &record, const uint8_t *data, Process
 void StreamIntake::store(const pt_record &record, const void *data)
 {
     // Only a clock that broke the merge's argument brings a record older
-    // than one read already from a chunk kept in place.
+    // than one read already (a chunk kept in place is read ahead of the
+    // merge).
     if (store_.read_past(record.timestamp_ns)) {
         note_loss(StreamLoss::Late, 1);
         return;
@@ -68,7 +69,7 @@ void StreamIntake::note_loss(StreamLoss kind, uint64_t count)
 
 void StreamIntake::overwrite_before(uint64_t monotonic_ns)
 {
-    store_.overwrite_before(uint64_t(int64_t(monotonic_ns) + realtime_offset_ns_));
+    store_.overwrite_before(uint64_t(int64_t(monotonic_ns) + store_.realtime_offset_ns()));
     count_overwritten();
 }
 
@@ -93,7 +94,7 @@ void StreamIntake::refuse(const pt_record &record, const void *data)
 // (a stop, a flush start) too: what a log fails to write is taken back.
 void StreamIntake::push(pt_record record, const void *data)
 {
-    record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + realtime_offset_ns_);
+    record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + store_.realtime_offset_ns());
     store_.push(record, data);
     ledger_.count_recorded();
 }

@@ -42,7 +42,7 @@ public:
                  LossLedger &ledger, const FilterHistory &filters, const StreamPhase &phase,
                  Owner &owner)
         : store_(store), policy_(policy), pipeline_(pipeline), ledger_(ledger), filters_(filters),
-          phase_(phase), realtime_offset_ns_(store.realtime_offset_ns()), owner_(owner)
+          phase_(phase), owner_(owner)
     {
     }
 
@@ -90,7 +90,6 @@ private:
     LossLedger &ledger_;
     const FilterHistory &filters_;
     const StreamPhase &phase_;
-    int64_t realtime_offset_ns_;
     Owner &owner_;
     std::optional<ChunkJudge> judge_;
 };
