@@ -4,6 +4,8 @@
 // stream's lock, so a destination that faults runs the SIGSEGV handler with
 // the lock held, every time.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -20,6 +22,7 @@
 
 #include "log_support.hpp"
 #include "test_support.hpp"
+#include "util/unique_fd.hpp"
 
 using namespace test_support;
 
@@ -38,9 +41,9 @@ void exec_shell(int)
 }
 
 // In a child: a stream of the child (with a log written to `log_fd` if it is
-// >= 0), started; its start event read into memory that is not mapped. The
-// SIGSEGV handler execs. Any return is a failure.
-int read_into_unmapped_memory(int log_fd)
+// >= 0), started, said on `set_up`; its start event read into memory that is
+// not mapped. The SIGSEGV handler execs. Any return is a failure.
+int read_into_unmapped_memory(int log_fd, int set_up)
 {
     struct sigaction action {};
     action.sa_handler = exec_shell;
@@ -54,6 +57,8 @@ int read_into_unmapped_memory(int log_fd)
     void *unmapped = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (unmapped == MAP_FAILED)
         return 12;
+    if (write(set_up, "s", 1) != 1)
+        return 14;
     char data[64];
     size_t length = 0;
     int unavailable = 0;
@@ -62,12 +67,26 @@ int read_into_unmapped_memory(int log_fd)
     return 13;
 }
 
+constexpr int kStillThere = 1000;
+
+// What the child exited with (minus a signal that killed it), or kStillThere
+// if it was still there 10 s after its stream was set up. From there it takes milliseconds; a
+// wrapper waiting for the lock waits for ever. Setting the stream up is not what is timed: in a
+// child of this process, whose probes of ended streams the kernel may still
+// be detaching, attaching takes its turn behind them, seconds on a busy host.
 int run_in_child(int log_fd)
 {
-    // It takes milliseconds; a wrapper waiting for the lock waits for ever.
-    return in_child_within(std::chrono::seconds(10),
-                           [&] { return read_into_unmapped_memory(log_fd); })
-        .value_or(-1);
+    int set_up_pipe[2];
+    REQUIRE(pipe2(set_up_pipe, O_CLOEXEC) == 0);
+    posixtrace::UniqueFd set_up(set_up_pipe[0]), said_set_up(set_up_pipe[1]);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(read_into_unmapped_memory(log_fd, said_set_up.get()));
+    said_set_up.reset();
+    pollfd waiting{set_up.get(), POLLIN, 0};
+    REQUIRE(poll(&waiting, 1, 120'000) == 1); // set up, or failed and gone
+    return wait_for_child_within(child, std::chrono::seconds(10)).value_or(kStillThere);
 }
 
 } // namespace

@@ -277,6 +277,19 @@ template <class Fn> int in_child(Fn fn)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// What this process has read with read(2) and pread(2) so far: a reader
+// that must not read what a hostile file only claims is held to it.
+inline uint64_t bytes_read_so_far()
+{
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    uint64_t value = 0;
+    while (io >> key >> value)
+        if (key == "rchar:")
+            return value;
+    return 0;
+}
+
 // A field of /proc/PID/status in kB ("VmRSS", "RssAnon"...), or -1.
 inline long status_field_kb(pid_t pid, const char *field)
 {
@@ -287,15 +300,10 @@ inline long status_field_kb(pid_t pid, const char *field)
     return -1;
 }
 
-// Runs fn in a forked child, as in_child does, and kills it once `limit` has
-// passed: its exit code, or nullopt if it did not exit in time. A test of a
-// reader that must not hang fails instead of hanging.
-template <class Fn> std::optional<int> in_child_within(std::chrono::milliseconds limit, Fn fn)
+// The exit code of `child` (minus the signal's number if a signal killed
+// it), or nullopt if it was still there after `limit`: it is killed then.
+inline std::optional<int> wait_for_child_within(pid_t child, std::chrono::milliseconds limit)
 {
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0)
-        _exit(fn());
     auto deadline = Clock::now() + limit;
     int status = 0;
     pid_t waited;
@@ -307,7 +315,19 @@ template <class Fn> std::optional<int> in_child_within(std::chrono::milliseconds
         return std::nullopt;
     }
     REQUIRE(waited == child);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// Runs fn in a forked child, as in_child does, and kills it once `limit` has
+// passed: its exit code, or nullopt if it did not exit in time. A test of a
+// reader that must not hang fails instead of hanging.
+template <class Fn> std::optional<int> in_child_within(std::chrono::milliseconds limit, Fn fn)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(fn());
+    return wait_for_child_within(child, limit);
 }
 
 // A helper program built next to the test binary (build/tests/helpers/NAME).

@@ -196,17 +196,18 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     // that has taken over 3 s. Read while the stream runs until all came;
     // the deadline only keeps a lost reap from hanging the suite.
     std::vector<TdEvent> events;
+    Losses lost;
     auto reaps = [&] { return count_events(events, TD_REAP); };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (reaps() < 64 && std::chrono::steady_clock::now() < deadline) {
-        auto more = thread_events(stream.get());
+        auto more = thread_events(stream.get(), &lost);
         events.insert(events.end(), more.begin(), more.end());
         if (reaps() < 64)
             usleep(10000);
     }
     uint64_t free_misses = recursion_misses_of("td_process_free");
     REQUIRE(posix_trace_stop(stream.get()) == 0);
-    auto rest = thread_events(stream.get());
+    auto rest = thread_events(stream.get(), &lost);
     events.insert(events.end(), rest.begin(), rest.end());
     std::set<pid_t> created, died, reaped;
     std::vector<uint64_t> concurrency;
@@ -225,15 +226,18 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     }
     posix_trace_counters counters{};
     REQUIRE(posix_trace_get_counters(stream.get(), &counters) == 0);
-    // Once 2 were counted lost (in a full suite): which programs the kernel
-    // skipped, if that was it.
+    // The kernel may switch a thread without firing sched_switch (some
+    // kernels do, under load): that loss is reported about the thread and
+    // counted, and is no event of this test. Anything else lost would be.
     std::string skipped;
     each_program([&](const bpf_prog_info &info) {
         if (info.recursion_misses)
             skipped += std::string(" ") + info.name + ":" + std::to_string(info.recursion_misses);
     });
-    INFO("programs skipped by the kernel (ever):" << skipped);
-    CHECK(counters.lost_in_kernel == 0);
+    INFO("programs skipped by the kernel (ever):" << skipped << "; switches hidden by the kernel: "
+                                                  << lost.about_threads);
+    CHECK(lost.other == 0);
+    CHECK(counters.lost_in_kernel == lost.about_threads);
     CHECK(counters.lost_in_stream == 0);
     CHECK(created.size() == 64);
     CHECK(died == created);

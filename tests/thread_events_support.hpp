@@ -61,6 +61,7 @@ struct TdEvent {
 // td_idle: 2 or 3 events).
 struct Losses {
     uint64_t other = 0;
+    uint64_t about_threads = 0; // what the reports about one thread say, summed
     std::map<pid_t, long> hidden_in, hidden_out, hidden_ready;
     std::map<pid_t, uint64_t> unplaced; // a report whose thread has no event after it yet
 
@@ -93,8 +94,10 @@ inline std::vector<TdEvent> thread_events(trace_id_t trid, Losses *losses = null
             std::memcpy(&overflow, e.data.data(), sizeof overflow);
             if (e.info.posix_tid == 0)
                 losses->other += overflow.lost;
-            else
+            else {
                 losses->unplaced[e.info.posix_tid] = overflow.lost;
+                losses->about_threads += overflow.lost;
+            }
         }
         if (!is_thread_event(e.info.posix_event_id))
             continue;
