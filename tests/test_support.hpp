@@ -277,9 +277,10 @@ template <class Fn> int in_child(Fn fn)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// What this process has read with read(2) and pread(2) so far: a reader
-// that must not read what a hostile file only claims is held to it.
-inline uint64_t bytes_read_so_far()
+// What this process has read with read(2) and pread(2) so far (nullopt if
+// /proc does not say): a reader that must not read what a hostile file
+// only claims is held to it.
+inline std::optional<uint64_t> bytes_read_so_far()
 {
     std::ifstream io("/proc/self/io");
     std::string key;
@@ -287,7 +288,7 @@ inline uint64_t bytes_read_so_far()
     while (io >> key >> value)
         if (key == "rchar:")
             return value;
-    return 0;
+    return std::nullopt;
 }
 
 // A field of /proc/PID/status in kB ("VmRSS", "RssAnon"...), or -1.

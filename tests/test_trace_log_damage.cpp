@@ -523,7 +523,7 @@ std::optional<CraftedRead> open_and_read_twice(const std::string &path)
     posixtrace::UniqueFd from_child(pipe_fds[0]), to_parent(pipe_fds[1]);
     std::optional<int> open_error = in_child_within(10s, [&] {
         posixtrace::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        uint64_t before = bytes_read_so_far();
+        std::optional<uint64_t> before = bytes_read_so_far();
         trace_id_t trid;
         int err = posix_trace_open(fd.get(), &trid);
         if (err == 0) {
@@ -532,7 +532,10 @@ std::optional<CraftedRead> open_and_read_twice(const std::string &path)
             read_log(trid);
             posix_trace_close(trid);
         }
-        uint64_t read = bytes_read_so_far() - before;
+        std::optional<uint64_t> after = bytes_read_so_far();
+        if (!before || !after)
+            return 254; // nothing to hold the reader to
+        uint64_t read = *after - *before;
         return write(to_parent.get(), &read, sizeof read) == sizeof read ? err : 255;
     });
     to_parent.reset();
