@@ -259,6 +259,31 @@ TEST_CASE("lent chunks: a stream nobody reads down copies instead", "[lent-chunk
     CHECK(stream.intake.lend_chunk(lane.chunk(0))); // read down below it
 }
 
+TEST_CASE("lent chunks: a stream being read lends past its backlog until reading stops",
+          "[lent-chunks]")
+{
+    Store stream(400'000);
+    uint64_t stamp = 1;
+    while (stream.store.held() < (17u << 20)) // a backlog past 16 MiB
+        stream.store_event(stamp++);
+    Lane lane(stream.pool);
+    for (uint64_t each : stamps_from(stamp, 10, 2 * kPerChunk))
+        lane.write(each);
+    lane.close();
+    stream.store.settle_before(stamp);
+    uint64_t pass_ns = 1'000'000'000;
+    stream.store.note_pass(pass_ns);
+    CHECK_FALSE(stream.intake.lend_chunk(lane.chunk(0))); // not read yet
+    take_oldest(stream.store);
+    stream.store.note_pass(pass_ns += 1'000'000);
+    REQUIRE(stream.store.held() >= (16u << 20));
+    CHECK(stream.intake.lend_chunk(lane.chunk(0))); // read lately
+    stream.store.note_pass(pass_ns += StreamStore::kReadLatelyNs);
+    CHECK(stream.store.read_lately()); // the read is as old as the window
+    stream.store.note_pass(pass_ns += 1);
+    CHECK_FALSE(stream.intake.lend_chunk(lane.chunk(1))); // reading stopped
+}
+
 TEST_CASE("lent chunks: only a chunk a few passes ahead of the merge's safe point is lent",
           "[lent-chunks]")
 {

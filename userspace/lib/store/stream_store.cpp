@@ -44,12 +44,21 @@ const StoredEvent *StreamStore::look()
 void StreamStore::pop_peeked()
 {
     changed();
+    taken_since_pass_ = true;
     lent_.read_up_to(uint64_t(int64_t(peeked_.timestamp_ns) - realtime_offset_ns_));
     if (!peeked_lent_) {
         buffer_.pop();
         return;
     }
     lent_.pop_oldest();
+}
+
+void StreamStore::note_pass(uint64_t monotonic_ns)
+{
+    if (taken_since_pass_)
+        last_taken_seen_ns_ = monotonic_ns;
+    taken_since_pass_ = false;
+    read_lately_ = last_taken_seen_ns_ && monotonic_ns - last_taken_seen_ns_ <= kReadLatelyNs;
 }
 
 void StreamStore::clear()
@@ -186,7 +195,11 @@ public:
     // Chunks are lent while a reader keeps the stream nearly empty: they are
     // then read and reused while warm. A stream nobody reads yet copies
     // instead, so that the memory it grows into is the drain's to fault in,
-    // not the emitting threads'. And lent chunks lie ahead of the merge: an
+    // not the emitting threads'. A stream being read keeps lending past
+    // that backlog: a reader a few milliseconds behind a burst would
+    // otherwise bring on the drain's copying, which on a host with two CPUs
+    // takes the time the reader and the emitting thread need, and falls
+    // further behind. And lent chunks lie ahead of the merge: an
     // older event that comes after them and finds no room stops the stream
     // there, and what was lent from then on goes (the stop event stays the
     // last). So they never take the last of the room, which the merge hands
@@ -194,7 +207,8 @@ public:
     bool has_room_to_lend(const StreamStore &store, size_t bytes, StreamPhase phase) const override
     {
         size_t kept_for_the_merge = std::max(store.capacity() / 8, kLendingStopsBeforeFullBytes);
-        return phase == StreamPhase::Running && store.held() < kLendsWhileHoldingBelowBytes &&
+        bool backlog_allowed = store.held() < kLendsWhileHoldingBelowBytes || store.read_lately();
+        return phase == StreamPhase::Running && backlog_allowed &&
                store.fits_beside(bytes + kRoomKept + kept_for_the_merge);
     }
     void after_flush(StreamStore &) const override {}

@@ -122,6 +122,13 @@ public:
     const StoredEvent *peek();
     // Takes the event peek() returned.
     void pop_peeked();
+    // The drain's pass at `monotonic_ns` begins: whether a reader took
+    // events lately (read_lately()) is judged here, once a pass, since a
+    // read is too frequent to stamp.
+    void note_pass(uint64_t monotonic_ns);
+    // Events were taken within kReadLatelyNs before the latest pass.
+    bool read_lately() const { return read_lately_; }
+    static constexpr uint64_t kReadLatelyNs = 10'000'000;
     bool readable() { return peek() != nullptr; }
     // Empties it and forgets every loss it held (posix_trace_clear).
     void clear();
@@ -187,6 +194,9 @@ private:
     StoredEvent peeked_{};
     const StoredEvent *peek_result_ = nullptr;
     bool peek_current_ = false;
+    bool taken_since_pass_ = false;
+    uint64_t last_taken_seen_ns_ = 0; // monotonic; the pass that saw events taken
+    bool read_lately_ = false;
 };
 
 // One object per stream full policy: what becomes of an event that does

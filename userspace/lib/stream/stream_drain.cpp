@@ -89,6 +89,7 @@ void StreamDrain::merge(uint64_t now_ns)
         };
         sinks.unfinished_waits_after_ns = unfinished_chunks_wait_after(now_ns);
     }
+    parts_.store.note_pass(now_ns);
     safe_ns_ = std::max(safe_ns_, merger().merge(now_ns, parts_.system_events.events(), sinks));
     parts_.store.settle_before(safe_ns_);
     // Claimed records older than what a lane took back went with it (LOOP):
