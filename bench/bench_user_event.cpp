@@ -5,18 +5,24 @@
 //   sustained N           2 emitting threads and a reader: delivery rate and losses
 //   paced RATE N          the same, the 2 threads together emitting RATE events/s
 //                         (N each; the ns per event then include the sleeps)
+//   wake N                a reader blocked in getnext, N events one at a time:
+//                         from posix_trace_event() to getnext's return, next to
+//                         the same two threads woken through an eventfd
 // Every mode emits N events of 64 bytes and prints one line of key=value.
 #include <posix_trace/events.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <trace.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +140,77 @@ int run_stream(trace_event_id_t id, long count, int emitters, double per_second 
     return totals.user + totals.lost == emitted ? 0 : 2;
 }
 
+// One wake-up at a time: the reader, blocked, stamps its return and lets the
+// caller go on; the caller pauses so that the reader blocks again.
+class WakeTimer {
+public:
+    template <class Wake, class Read> std::vector<double> time(long count, Wake wake, Read read)
+    {
+        std::vector<double> micros;
+        std::thread reader([&] {
+            for (long i = 0; i < count; ++i) {
+                read();
+                returned_ = Clock::now();
+                answered_.release();
+            }
+        });
+        for (long i = 0; i < count; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            auto woken = Clock::now();
+            wake();
+            answered_.acquire();
+            micros.push_back(std::chrono::duration<double, std::micro>(returned_ - woken).count());
+        }
+        reader.join();
+        std::sort(micros.begin(), micros.end());
+        return micros;
+    }
+
+private:
+    std::binary_semaphore answered_{0};
+    Clock::time_point returned_;
+};
+
+std::string percentiles(const char *name, const std::vector<double> &sorted)
+{
+    char line[160];
+    std::snprintf(line, sizeof line, "%s_median_us=%.1f %s_p99_us=%.1f", name,
+                  sorted[sorted.size() / 2], name, sorted[sorted.size() * 99 / 100]);
+    return line;
+}
+
+int run_wake(trace_event_id_t id, long count)
+{
+    trace_id_t trid;
+    if (posix_trace_create(0, nullptr, &trid))
+        return 1;
+    filter_out_thread_events(trid);
+    posix_trace_start(trid);
+    unsigned char payload[kPayload] = {};
+    auto read_user_event = [&] {
+        posix_trace_event_info info{};
+        unsigned char data[256];
+        size_t len;
+        int unavailable;
+        do
+            if (posix_trace_getnext_event(trid, &info, data, sizeof data, &len, &unavailable))
+                std::abort();
+        while (info.posix_event_id != id);
+    };
+    std::vector<double> getnext = WakeTimer().time(
+        count, [&] { posix_trace_event(id, payload, sizeof payload); }, read_user_event);
+    posix_trace_shutdown(trid);
+    int fd = eventfd(0, EFD_CLOEXEC);
+    uint64_t one = 1, got;
+    std::vector<double> handoff = WakeTimer().time(
+        count, [&] { (void)!write(fd, &one, sizeof one); },
+        [&] { (void)!read(fd, &got, sizeof got); });
+    close(fd);
+    std::printf("%s %s\n", percentiles("getnext", getnext).c_str(),
+                percentiles("eventfd", handoff).c_str());
+    return 0;
+}
+
 volatile sig_atomic_t go = 0;
 
 } // namespace
@@ -142,7 +219,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         std::fprintf(stderr,
-                     "usage: %s untraced|stream|external|sustained COUNT | paced RATE COUNT\n",
+                     "usage: %s untraced|stream|external|sustained|wake COUNT | paced RATE COUNT\n",
                      argv[0]);
         return 1;
     }
@@ -186,6 +263,8 @@ int main(int argc, char **argv)
     }
     if (mode == "sustained")
         return run_stream(id, count, 2);
+    if (mode == "wake")
+        return run_wake(id, count);
     if (mode == "paced" && argc > 3) // paced RATE COUNT
         return run_stream(id, std::atol(argv[3]), 2, std::atof(argv[2]));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());

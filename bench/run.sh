@@ -129,6 +129,11 @@ echo "sustained delivery, 2 emitting threads x $events events as fast as they ca
 echo "lanes:        $("$bin" sustained "$events")"
 echo "uprobe path:  $(POSIXTRACE_USER_EVENTS=kernel "$bin" sustained "$events")"
 echo
+echo "waking a reader: it blocks in getnext, one event at a time is emitted (1 ms apart, 500 in all);"
+echo "us from posix_trace_event() to getnext's return, beside the same two threads handing off through an eventfd:"
+echo "lanes:        $("$bin" wake 500)"
+echo "uprobe path:  $(POSIXTRACE_USER_EVENTS=kernel "$bin" wake 500)"
+echo
 echo "where loss begins: 2 threads emitting together at a set rate for 2 s, a reader on getnext, thread events filtered out"
 printf "| %-12s | %-12s | %12s | %12s | %14s |\n" path "events/s" emitted lost "delivered/s"
 printf "|%s|%s|%s|%s|%s|\n" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" \

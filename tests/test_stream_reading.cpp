@@ -63,7 +63,7 @@ void check_all_einval(trace_id_t trid)
     CHECK(get_next(trid, GetNext::Timed, &soon).err == EINVAL);
     {
         auto blocked = run_detached([trid] { return get_next(trid, GetNext::Block); });
-        if (blocked.wait_for(2s) == std::future_status::ready)
+        if (blocked.wait_for(10s) == std::future_status::ready)
             CHECK(blocked.get().err == EINVAL);
         else
             FAIL_CHECK("posix_trace_getnext_event blocked on an invalid trid");
@@ -102,8 +102,9 @@ TEST_CASE("trygetnext on an empty stream: 0 with unavailable set", "[stream][sel
     CHECK(r.unavailable != 0);
 }
 
-TEST_CASE("getnext blocks until an event is emitted and returns it promptly",
-          "[stream][self-tracing]")
+// How soon it returns is a benchmark's (`bench_user_event wake`): a bound
+// here would fail on a loaded host.
+TEST_CASE("getnext blocks until an event is emitted, then returns it", "[stream][self-tracing]")
 {
     auto stream = make_stream();
     trace_id_t trid = stream.get();
@@ -116,13 +117,13 @@ TEST_CASE("getnext blocks until an event is emitted and returns it promptly",
     REQUIRE(start.err == 0);
     REQUIRE(start.info.posix_event_id == POSIX_TRACE_START);
 
-    auto called = Clock::now();
     auto reader = run_detached([trid] { return get_next(trid, GetNext::Block); });
     std::this_thread::sleep_for(100ms);
+    REQUIRE(reader.wait_for(0s) != std::future_status::ready); // blocked on the empty stream
     auto emitted = Clock::now();
     posix_trace_event(a, "wake", 4);
 
-    if (reader.wait_for(3s) != std::future_status::ready) {
+    if (reader.wait_for(10s) != std::future_status::ready) {
         FAIL_CHECK("posix_trace_getnext_event did not return after the event");
         stream.shutdown(); // releases the reader
         reader.wait_for(2s);
@@ -133,11 +134,7 @@ TEST_CASE("getnext blocks until an event is emitted and returns it promptly",
     CHECK(r.unavailable == 0);
     CHECK(r.info.posix_event_id == a);
     CHECK(r.data_len == 4);
-    double blocked_ms = ms_between(called, r.returned_at);
-    double latency_ms = ms_between(emitted, r.returned_at);
-    CAPTURE(blocked_ms, latency_ms);
-    CHECK(blocked_ms >= 95);
-    CHECK(latency_ms < 50);
+    CHECK(r.returned_at >= emitted);
 }
 
 TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothing is available",
@@ -147,24 +144,35 @@ TEST_CASE("timedgetnext: ETIMEDOUT, and EINVAL for a bad abstime only when nothi
     trace_id_t trid = stream.get();
     filter_thread_events(trid);
 
-    SECTION("abstime 50 ms ahead, nothing emitted: ETIMEDOUT after about 50 ms")
+    // Each call is made in a thread of its own: one that never returns is
+    // reported after 10 s (no bound on how soon: a loaded host is slow).
+    auto timed_get_next = [trid](timespec abstime) {
+        return run_detached([trid, abstime] {
+            ReadResult r = get_next(trid, GetNext::Timed, &abstime);
+            timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            bool abstime_passed = now.tv_sec > abstime.tv_sec ||
+                                  (now.tv_sec == abstime.tv_sec && now.tv_nsec >= abstime.tv_nsec);
+            return std::make_pair(r, abstime_passed);
+        });
+    };
+    SECTION("abstime 50 ms ahead, nothing emitted: ETIMEDOUT once abstime has passed")
     {
-        timespec abstime = realtime_in(50'000'000);
-        auto before = Clock::now();
-        auto r = get_next(trid, GetNext::Timed, &abstime);
-        double waited_ms = ms_between(before, r.returned_at);
-        CAPTURE(waited_ms);
+        auto call = timed_get_next(realtime_in(50'000'000));
+        REQUIRE(call.wait_for(10s) == std::future_status::ready);
+        auto [r, abstime_passed] = call.get();
         CHECK(r.err == ETIMEDOUT);
-        CHECK(waited_ms >= 45);
-        CHECK(waited_ms < 150);
+        CHECK(r.unavailable != 0);
+        CHECK(abstime_passed);
     }
-    SECTION("abstime already past: ETIMEDOUT at once")
+    SECTION("abstime already past: ETIMEDOUT")
     {
-        timespec abstime = realtime_in(-1'000'000'000);
-        auto before = Clock::now();
-        auto r = get_next(trid, GetNext::Timed, &abstime);
+        auto call = timed_get_next(realtime_in(-1'000'000'000));
+        REQUIRE(call.wait_for(10s) == std::future_status::ready);
+        auto [r, abstime_passed] = call.get();
         CHECK(r.err == ETIMEDOUT);
-        CHECK(ms_between(before, r.returned_at) < 20);
+        CHECK(r.unavailable != 0);
+        CHECK(abstime_passed);
     }
     SECTION("invalid abstime, nothing available: EINVAL")
     {
@@ -229,7 +237,7 @@ TEST_CASE("getnext and timedgetnext: EINTR when a signal handler runs in the blo
 
     g_sigusr1_count = 0;
     REQUIRE(pthread_kill(thread, SIGUSR1) == 0);
-    if (reader.wait_for(2s) != std::future_status::ready) {
+    if (reader.wait_for(10s) != std::future_status::ready) {
         FAIL_CHECK("the blocked call did not return after the signal");
         stream.shutdown();
         reader.wait_for(2s);
@@ -296,12 +304,9 @@ TEST_CASE("shutdown: a reader blocked in getnext returns EINVAL", "[stream][self
     });
     std::this_thread::sleep_for(100ms);
     REQUIRE(reader.wait_for(0s) != std::future_status::ready);
-    auto before = Clock::now();
     CHECK(stream.shutdown() == 0);
-    REQUIRE(reader.wait_for(2s) == std::future_status::ready);
-    ReadResult r = reader.get();
-    CHECK(r.err == EINVAL);
-    CHECK(ms_between(before, r.returned_at) < 1000);
+    REQUIRE(reader.wait_for(10s) == std::future_status::ready);
+    CHECK(reader.get().err == EINVAL);
 }
 
 // get_status from a thread while another shuts the stream down: each call
