@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/pid_namespace.hpp"
+
 namespace posixtrace::cli {
 namespace {
 
@@ -19,6 +21,9 @@ std::string create_error(int err, pid_t pid)
     case ESRCH:
         return "no process " + std::to_string(pid);
     case EPERM:
+        if (!posixtrace::in_initial_pid_namespace())
+            return "cannot trace from a PID namespace other than the host's (its process numbers "
+                   "are not the kernel's)";
         return "tracing needs root, or CAP_BPF and CAP_PERFMON";
     case EAGAIN:
         return "too many trace streams on this system (TRACE_SYS_MAX)";

@@ -8,13 +8,19 @@
 #include <utility>
 
 #include "util/clock.hpp"
+#include "util/pid_namespace.hpp"
 #include "util/process_id.hpp"
 
 namespace posixtrace {
 
+// From a PID namespace of its own, the caller's process numbers would aim
+// the kernel's programs at whichever host processes have those numbers:
+// refused (EPERM: the kernel side cannot be aimed at the process named).
 int Stream::create(pid_t target, const Attributes &attributes, std::shared_ptr<Stream> &out,
                    int log_fd)
 {
+    if (!in_initial_pid_namespace())
+        return EPERM;
     auto stream = std::make_shared<Stream>();
     if (int err = stream->initialize(target, attributes, log_fd))
         return err;
