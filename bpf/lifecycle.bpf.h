@@ -36,10 +36,12 @@ static __always_inline bool lifecycle_begin(struct lifecycle *l, __u32 event_id,
 }
 
 /* As begin_record, but the stream needs these records whatever the user
- * records: one the stream stopped recording meanwhile becomes a notice. */
-static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, __u64 size)
+ * records: one the stream stopped recording meanwhile becomes a notice.
+ * `data_room`: what the data can take, the namespace ids aside. */
+static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, __u64 data_room)
 {
-    struct pt_record *record = bpf_ringbuf_reserve(l->slot.ring, size, 0);
+    struct pt_record *record = bpf_ringbuf_reserve(
+        l->slot.ring, PT_RECORD_HEADER_SIZE + data_room + PT_NAMESPACE_IDS_ROOM, 0);
     __u32 state_now;
 
     if (!record) {
@@ -60,8 +62,8 @@ static __always_inline struct pt_record *lifecycle_reserve(struct lifecycle *l, 
 }
 
 static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_record *record,
-                                             __u32 event_id, __u32 pid, __u32 image,
-                                             __u32 data_len)
+                                             __u32 event_id, __u32 pid, __u32 image, __u32 data_len,
+                                             const __u64 data_room)
 {
     struct task_struct *task = bpf_get_current_task_btf();
     struct pt_regs *user_regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -75,6 +77,7 @@ static __always_inline void lifecycle_submit(struct lifecycle *l, struct pt_reco
     record->image = image;
     record->flags = l->flags;
     record->cpu = l->slot.cpu;
+    add_namespace_ids(record, data_room, task, true);
     bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -114,14 +117,15 @@ static __always_inline int on_process_fork(struct task_struct *parent, struct ta
         other_processes_traced = 1;
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_FORK, false))
         return 0;
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + PT_FORK_RECORD_DATA);
+    record = lifecycle_reserve(&l, PT_FORK_RECORD_DATA);
     if (!record)
         return 0;
     __builtin_memcpy(record->data, &parent_tgid, 4);
     __builtin_memcpy(record->data + 4, &child_tgid, 4);
     __builtin_memcpy(record->data + 8, &inherited, 4);
     __builtin_memcpy(record->data + 12, &child_image, 4);
-    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, parent_image, 12);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_FORK, parent_tgid, parent_image, 12,
+                     PT_FORK_RECORD_DATA);
     return 0;
 }
 
@@ -158,7 +162,7 @@ static __always_inline int on_process_exec(struct task_struct *task, pid_t forme
         bpf_map_update_elem(&traced_processes, &tgid, &image, BPF_EXIST);
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXEC, false))
         return 0;
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8 + PT_EXEC_PATH_MAX);
+    record = lifecycle_reserve(&l, 8 + PT_EXEC_PATH_MAX);
     if (!record)
         return 0;
     __builtin_memcpy(record->data, &tgid, 4);
@@ -169,7 +173,7 @@ static __always_inline int on_process_exec(struct task_struct *task, pid_t forme
         copied = 1;
     }
     lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXEC, tgid, image,
-                     8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)));
+                     8 + (copied & (PT_EXEC_PATH_MAX * 2 - 1)), 8 + PT_EXEC_PATH_MAX);
     return 0;
 }
 
@@ -212,12 +216,12 @@ static __always_inline int on_process_exit(struct task_struct *task, const bool 
         bpf_map_delete_elem(&traced_processes, &tgid);
     if (!lifecycle_begin(&l, PT_EVENT_PROCESS_EXIT, false))
         return 0;
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + 8);
+    record = lifecycle_reserve(&l, 8);
     if (!record)
         return 0;
     __builtin_memcpy(record->data, &tgid, 4);
     __builtin_memcpy(record->data + 4, &status, 4);
-    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, image, 8);
+    lifecycle_submit(&l, record, PT_EVENT_PROCESS_EXIT, tgid, image, 8, 8);
     return 0;
 }
 
@@ -240,10 +244,10 @@ int link_map_changed(struct pt_regs *ctx)
     if (image == PT_IMAGE_NONE || !probe_is_current(bpf_get_attach_cookie(ctx)) ||
         !lifecycle_begin(&l, PT_EVENT_LINK_MAP_CHANGED, true))
         return 0;
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE);
+    record = lifecycle_reserve(&l, 0);
     if (!record)
         return 0;
-    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, image, 0);
+    lifecycle_submit(&l, record, PT_EVENT_LINK_MAP_CHANGED, tgid, image, 0, 0);
     return 0;
 }
 
@@ -266,7 +270,7 @@ int user_event_name(struct pt_regs *ctx)
         return 0;
     id = usdt_arg(ctx, spec, 0);
     address = usdt_arg(ctx, spec, 1);
-    record = lifecycle_reserve(&l, PT_RECORD_HEADER_SIZE + sizeof(struct pt_user_name));
+    record = lifecycle_reserve(&l, sizeof(struct pt_user_name));
     if (!record)
         return 0;
     name = (struct pt_user_name *)record->data;
@@ -277,7 +281,8 @@ int user_event_name(struct pt_regs *ctx)
         return 0;
     }
     name->length = (__u32)copied - 1;
-    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, image, sizeof(struct pt_user_name));
+    lifecycle_submit(&l, record, PT_EVENT_USER_NAME, tgid, image, sizeof(struct pt_user_name),
+                     sizeof(struct pt_user_name));
     return 0;
 }
 

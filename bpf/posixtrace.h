@@ -80,7 +80,21 @@ enum pt_record_flags {
      * the type is filtered out): it learns of forks, execs and exits
      * whatever the user records. */
     PT_RECORD_NOTICE_ONLY = 1 << 2,
+    /* The thread is in a PID namespace other than the first (the tracer's):
+     * its numbers there follow the data (struct pt_namespace_ids). */
+    PT_RECORD_NAMESPACE_IDS = 1 << 3,
 };
+
+/* A thread's process and thread ids as its own PID namespace numbers them,
+ * where they differ from the host's. A record flagged
+ * PT_RECORD_NAMESPACE_IDS has them at its data's end rounded up to 8 bytes,
+ * inside the record; the kernel side reserves PT_NAMESPACE_IDS_ROOM bytes
+ * more than the data can take for them. */
+struct pt_namespace_ids {
+    __u32 pid;
+    __u32 tid;
+};
+#define PT_NAMESPACE_IDS_ROOM 8u
 
 /* posix_trace_overflow: the kernel writes it when it learns that thread
  * events of a thread could not be recorded (data: posix_trace_overflow_data). */

@@ -247,6 +247,43 @@ static __always_inline __u32 *loop_length_of(struct pt_record *record)
     return &((struct pt_loop_header *)record - 1)->length;
 }
 
+/* A thread in a PID namespace of its own (a container's) goes by other
+ * numbers there: they follow the record's data, which ends at most
+ * `data_room` bytes in (the reservation has PT_NAMESPACE_IDS_ROOM more).
+ * Call once data_len and flags are set. Nothing is added for a thread of
+ * the first namespace, nor for one that released its pid (it exited).
+ * `trusted` (a constant): `task` is a BTF pointer, so the look at the
+ * level, which every record pays, is two plain loads. */
+static __always_inline void add_namespace_ids(struct pt_record *record, const __u64 data_room,
+                                              struct task_struct *task, const bool trusted)
+{
+    struct pid *thread_pid = trusted ? task->thread_pid : BPF_CORE_READ(task, thread_pid);
+    struct pid *leader_pid;
+    struct pt_namespace_ids ids;
+    struct upid number;
+    unsigned int level;
+    __u64 at;
+
+    if (!thread_pid)
+        return;
+    level = trusted ? thread_pid->level : BPF_CORE_READ(thread_pid, level);
+    if (level == 0)
+        return;
+    leader_pid = BPF_CORE_READ(task, group_leader, thread_pid);
+    if (!leader_pid || bpf_core_read(&number, sizeof(number), &thread_pid->numbers[level]))
+        return;
+    ids.tid = number.nr;
+    if (bpf_core_read(&number, sizeof(number), &leader_pid->numbers[level]))
+        return;
+    ids.pid = number.nr;
+    at = ((__u64)record->data_len + 7) & ~7ull;
+    asm volatile("" : "+r"(at)); /* bound this register, not a copy */
+    if (at > data_room)
+        return;
+    __builtin_memcpy(record->data + at, &ids, sizeof(ids));
+    record->flags |= PT_RECORD_NAMESPACE_IDS;
+}
+
 /* Hands a record begun with begin_record to the reader. */
 static __always_inline void commit_record(struct pt_record *record, __u64 wakeup)
 {

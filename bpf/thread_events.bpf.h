@@ -115,6 +115,10 @@ static __always_inline __u64 task_pthread_id(struct task_struct *task)
  * is a constant in every caller, so only one of the two is compiled. */
 #define TASK_FIELD(task, field, trusted) ((trusted) ? (task)->field : BPF_CORE_READ(task, field))
 
+/* A thread event's reservation: its data, and room for namespace ids. */
+#define PT_TD_RECORD_BYTES                                                                         \
+    (PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data) + PT_NAMESPACE_IDS_ROOM)
+
 /* Records TD event `type` about `task`, a thread of a traced process.
  * `with_user_regs`: the task is a trusted pointer, so its user registers
  * (the address it was at) can be read; raw tracepoints record 0 there. */
@@ -139,7 +143,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
         return;
     }
     wakeup = wakeup_flag(slot.ring, slot.state, 0);
-    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + sizeof(struct pt_td_data), event_id);
+    record = begin_record(&slot, PT_TD_RECORD_BYTES, event_id);
     if (!record)
         return;
     data = (struct pt_td_data *)record->data;
@@ -159,6 +163,7 @@ static __always_inline void td_emit_body(struct task_struct *task, __u32 type, _
     record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
+    add_namespace_ids(record, sizeof(struct pt_td_data), task, with_user_regs);
     commit_record(record, wakeup);
 }
 

@@ -20,7 +20,8 @@ struct user_event_args {
 static __always_inline void record_user_event(struct user_event_args *a, const __u64 room)
 {
     __u64 wakeup = wakeup_flag(a->slot.ring, a->slot.state, room);
-    struct pt_record *record = begin_record(&a->slot, PT_RECORD_HEADER_SIZE + room, a->event_id);
+    struct pt_record *record =
+        begin_record(&a->slot, PT_RECORD_HEADER_SIZE + room + PT_NAMESPACE_IDS_ROOM, a->event_id);
     __u64 copy_len = a->copy_len;
     __u16 flags = a->flags;
 
@@ -47,6 +48,7 @@ static __always_inline void record_user_event(struct user_event_args *a, const _
     record->image = a->image;
     record->flags = flags;
     record->cpu = a->slot.cpu;
+    add_namespace_ids(record, room, bpf_get_current_task_btf(), true);
     commit_record(record, wakeup);
 }
 
@@ -104,6 +106,9 @@ int user_event(struct pt_regs *ctx)
     return 0;
 }
 
+/* A USDT record's data: the arguments, a string, its argument count. */
+#define PT_USDT_DATA_ROOM (PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8)
+
 static __always_inline __u8 usdt_string_argument(__u32 event_id)
 {
     __u64 type = event_id - 2048;
@@ -146,8 +151,7 @@ int usdt_event(struct pt_regs *ctx)
     }
 
     wakeup = wakeup_flag(slot.ring, slot.state, 0);
-    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_MAX_ARGS * 8 + PT_USDT_STRING_MAX + 8,
-                          event_id);
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_DATA_ROOM + PT_NAMESPACE_IDS_ROOM, event_id);
     if (!record)
         return 0;
     count = spec->arg_count;
@@ -191,6 +195,7 @@ int usdt_event(struct pt_regs *ctx)
     record->image = PT_IMAGE_NONE;
     record->flags = 0;
     record->cpu = slot.cpu;
+    add_namespace_ids(record, PT_USDT_DATA_ROOM, bpf_get_current_task_btf(), true);
     commit_record(record, wakeup);
     return 0;
 }

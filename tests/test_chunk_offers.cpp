@@ -92,6 +92,7 @@ TEST_CASE("local ring: whole chunks taken at once while writers write: every rec
                     refused = true;
                     break;
                 }
+                record->flags = 0; // as a lane's writer sets them
                 record->timestamp_ns = monotonic_now();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
@@ -174,6 +175,7 @@ TEST_CASE("local ring: chunks are offered about in time order across rings", "[l
         for (uint64_t stamp = from_ns; ring.producer() < 3 * 64 * 1024 + 4096; stamp += 1000) {
             pt_record *record = ring.reserve(16);
             REQUIRE(record);
+            record->flags = 0; // as a lane's writer sets them
             record->timestamp_ns = stamp;
             record->tid = uint32_t(tid);
             ring.commit(record);
@@ -219,6 +221,7 @@ TEST_CASE("merge: a chunk being written waits to be taken whole when begun after
         while (ring.producer() < position) {
             pt_record *record = ring.reserve(16);
             REQUIRE(record);
+            record->flags = 0; // as a lane's writer sets them
             record->timestamp_ns = stamp += 1000;
             std::memcpy(record->data, &written, sizeof written);
             ring.commit(record);

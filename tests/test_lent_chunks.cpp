@@ -59,6 +59,7 @@ struct Lane {
         pt_record *record = ring.reserve(kPayload);
         REQUIRE(record);
         record->timestamp_ns = stamp;
+        record->flags = 0; // as a lane's writer sets them
         record->event_id = POSIX_TRACE_USER_EVENT_FIRST;
         record->pid = uint32_t(kTarget);
         record->data_len = kPayload;
@@ -349,6 +350,11 @@ TEST_CASE("lent chunks: a record the process wrote over ends its chunk there, co
     SECTION("made a notice")
     {
         reinterpret_cast<uint16_t *>(header + 2 + 11)[0] = PT_RECORD_NOTICE_ONLY;
+    }
+    SECTION("claiming namespace ids, which only the kernel's records carry")
+    {
+        header[2 + 9] = kPayload - sizeof(pt_namespace_ids); // so that they would fit
+        reinterpret_cast<uint16_t *>(header + 2 + 11)[0] = PT_RECORD_NAMESPACE_IDS;
     }
     stream.store.settle_before(UINT64_MAX);
     std::vector<uint64_t> expected = stamps_from(100, 10, 5);

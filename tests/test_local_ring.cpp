@@ -33,6 +33,7 @@ bool write_record(LocalRing &ring, uint32_t data_len, uint8_t fill, uint64_t sta
     pt_record *record = ring.reserve(data_len);
     if (!record)
         return false;
+    record->flags = 0; // as a lane's writer sets them
     record->timestamp_ns = stamp;
     record->data_len = uint16_t(data_len);
     std::memset(record->data, fill, data_len);
@@ -89,6 +90,7 @@ TEST_CASE("local ring: a reserved record is busy to the reader until committed",
     pt_record *record = ring.reserve(8);
     REQUIRE(record);
     CHECK(ring.at(0).slot == RecordRing::Slot::Busy);
+    record->flags = 0; // as a lane's writer sets them
     record->timestamp_ns = 7;
     ring.commit(record);
     RecordRing::Record committed = ring.at(0);
@@ -115,6 +117,24 @@ TEST_CASE("local ring: a record claiming more data than its slot holds is damage
     CHECK(damaged.size == ring.producer()); // passed like any other
 }
 
+// Only the kernel's programs know a thread's PID namespace: a lane's
+// record that claims its ids, even with room for them, is never read.
+TEST_CASE("local ring: a record claiming namespace ids is damaged to the reader", "[local-ring]")
+{
+    SmallPool pool(1);
+    LocalRing ring(pool, 2);
+    pt_record *record = ring.reserve(16);
+    REQUIRE(record);
+    record->data_len = 8; // the ids would fit after it
+    ring.commit(record);
+    REQUIRE(ring.at(0).slot == RecordRing::Slot::Committed);
+    record->flags |= PT_RECORD_NAMESPACE_IDS;
+    RecordRing::Record damaged = ring.at(0);
+    CHECK(damaged.slot == RecordRing::Slot::Damaged);
+    CHECK(damaged.record == nullptr);
+    CHECK(damaged.size == ring.producer());
+}
+
 // A header written over to claim a slot past its chunk's end: the reader
 // passes the rest of the chunk as one damaged record, and reads on in the
 // next chunk; it never follows the claim into memory of another chunk.
@@ -129,6 +149,7 @@ TEST_CASE("local ring: a record whose header claims a slot past its chunk is pas
     for (uint64_t stamp = 1; ring.producer() < 4096 + 1024; ++stamp) {
         pt_record *record = ring.reserve(8);
         REQUIRE(record);
+        record->flags = 0; // as a lane's writer sets them
         record->timestamp_ns = stamp;
         record->data_len = 8;
         ring.commit(record);
@@ -259,6 +280,7 @@ TEST_CASE("local ring: a child of fork writes to zeroed pages of its own", "[loc
         // A zeroed header claims no room even for a record's header.
         bool zeroed = ring.at(0).slot == RecordRing::Slot::Damaged &&
                       ring.at(0).size == RecordRing::span_of(0);
+        unfinished->flags = 0; // as a lane's writer sets them
         unfinished->timestamp_ns = 99;
         std::memset(unfinished->data, 0xcc, 16);
         ring.commit(unfinished);
@@ -309,6 +331,7 @@ MergedTally merge_while_writing(ChunkPool &pool, uint32_t most_chunks, int write
                 pt_record *record = rings[size_t(w)]->reserve(16, overwriting);
                 if (!record)
                     continue;
+                record->flags = 0; // as a lane's writer sets them
                 record->timestamp_ns = monotonic_now();
                 record->tid = uint32_t(w);
                 std::memcpy(record->data, &i, sizeof i);
@@ -396,6 +419,7 @@ bool write_indexed(LocalRing &ring, int index, LocalRing::ChunkRules *overwritin
     pt_record *record = ring.reserve(sizeof index, overwriting);
     if (!record)
         return false;
+    record->flags = 0; // as a lane's writer sets them
     record->timestamp_ns = monotonic_now();
     record->data_len = sizeof index;
     std::memcpy(record->data, &index, sizeof index);

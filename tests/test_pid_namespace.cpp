@@ -1,9 +1,11 @@
 // A tracer in a PID namespace of its own (a container's): the numbers it
 // knows processes by are not the kernel's, and the kernel's programs would
 // record whichever host process has the number it names. Every stream is
-// refused there, by the API and the CLI, before anything is recorded.
+// refused there, by the API and the CLI, before anything is recorded. A
+// stream of the host's namespace gives no namespace ids for its events.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <posix_trace/events.h>
 #include <posix_trace/thread_db.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -82,4 +84,37 @@ TEST_CASE("PID namespace: a stream of the host's namespace is created as before"
     trace_id_t trid;
     REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
     CHECK(posix_trace_shutdown(trid) == 0);
+}
+
+TEST_CASE("namespace ids: none for events of the host's namespace, errors for bad arguments",
+          "[namespace][self-tracing]")
+{
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(0, nullptr, &trid) == 0);
+    posix_trace_namespace_ids ids{-1, -1};
+    CHECK(posix_trace_event_namespace_ids(trid, &ids) == ENODATA); // nothing read yet
+    CHECK(posix_trace_event_namespace_ids(trid, nullptr) == EINVAL);
+    CHECK(posix_trace_event_namespace_ids(trid + 1000, &ids) == EINVAL);
+    REQUIRE(posix_trace_start(trid) == 0);
+    posix_trace_event(POSIX_TRACE_UNNAMED_USEREVENT, "x", 1);
+    REQUIRE(posix_trace_stop(trid) == 0);
+    size_t user_events = 0, events = 0;
+    for (;;) {
+        posix_trace_event_info info;
+        char data[64];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_trygetnext_event(trid, &info, data, sizeof data, &len, &unavailable) ==
+                0);
+        if (unavailable)
+            break;
+        ++events;
+        user_events += info.posix_event_id == POSIX_TRACE_UNNAMED_USEREVENT;
+        CHECK(posix_trace_event_namespace_ids(trid, &ids) == ENODATA);
+    }
+    CHECK(events >= 3); // start, the event, stop
+    CHECK(user_events == 1);
+    CHECK(ids.pid == -1); // left as it was
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+    CHECK(posix_trace_event_namespace_ids(trid, &ids) == EINVAL);
 }

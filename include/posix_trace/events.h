@@ -172,6 +172,23 @@ struct posix_trace_origin {
 };
 int posix_trace_get_origin(trace_id_t trid, struct posix_trace_origin *origin);
 
+/* A process in a PID namespace of its own (a container's) numbers itself
+ * and its threads apart from the host: posix_pid and posix_tid of its
+ * events are the host's, and this gives the ids the thread had in its own
+ * namespace, as getpid() and gettid() there returned them. It answers for
+ * the event the calling thread read last from `trid` (with any of the
+ * getnext calls): 0 and `*ids` filled; ENODATA when that thread was in the
+ * host's namespace, when the event is not a thread's (a system event) or
+ * is one the kernel could no longer tell (the thread had gone), or when the
+ * calling thread has read no event of `trid`; EINVAL for a bad trid or a
+ * NULL `ids`. Kernel-side events carry them (thread events, USDT probes,
+ * user events of a process traced by pid) and logs keep them. */
+struct posix_trace_namespace_ids {
+    pid_t pid; /* the process, in its own PID namespace */
+    pid_t tid; /* the thread, in the same namespace */
+};
+int posix_trace_event_namespace_ids(trace_id_t trid, struct posix_trace_namespace_ids *ids);
+
 /* A stream created with POSIX_TRACE_INHERITED follows at most
  * POSIX_TRACE_MAX_TRACED_PROCESSES live processes besides the one it was
  * created for. A child forked while that many are alive is not traced: its

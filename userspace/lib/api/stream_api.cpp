@@ -68,6 +68,14 @@ Stream *stream_to_read(trace_id_t trid)
     return stream && stream->owned_by_this_process() ? stream : nullptr;
 }
 
+// The namespace ids of the event this thread read last, and the trace it
+// came from (trace ids are never given twice).
+struct LastEventIds {
+    trace_id_t trid = 0;
+    EventNamespaceIds ids;
+};
+constinit thread_local LastEventIds last_event_ids __attribute__((tls_model("initial-exec"))) = {};
+
 // `log_fd` >= 0: posix_trace_create_withlog.
 int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
 {
@@ -101,13 +109,20 @@ int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t 
 {
     if (!event || !data_len || !unavailable)
         return EINVAL;
-    EventDestination to{event, data, num_bytes, data_len};
-    if (Stream *stream = stream_to_read(trid))
-        return stream->next_event(to, unavailable, mode, abstime);
-    auto log = log_of(trid);
-    if (!log)
-        return EINVAL;
-    return log->next_event(to, unavailable, mode, abstime);
+    EventNamespaceIds ids;
+    EventDestination to{event, data, num_bytes, data_len, &ids};
+    int err;
+    if (Stream *stream = stream_to_read(trid)) {
+        err = stream->next_event(to, unavailable, mode, abstime);
+    } else {
+        auto log = log_of(trid);
+        if (!log)
+            return EINVAL;
+        err = log->next_event(to, unavailable, mode, abstime);
+    }
+    if (err == 0 && !*unavailable)
+        last_event_ids = {trid, ids};
+    return err;
 }
 
 } // namespace
@@ -184,6 +199,17 @@ POSIXTRACE_EXPORT int posix_trace_get_origin(trace_id_t trid, posix_trace_origin
     std::memcpy(origin->boot_id, known->boot_id, sizeof origin->boot_id);
     std::memcpy(origin->stream_id, known->stream_id, sizeof origin->stream_id);
     origin->realtime_offset_ns = known->realtime_offset_ns;
+    return 0;
+}
+
+POSIXTRACE_EXPORT int posix_trace_event_namespace_ids(trace_id_t trid,
+                                                      posix_trace_namespace_ids *ids)
+{
+    if (!ids || !readable_of(trid))
+        return EINVAL;
+    if (last_event_ids.trid != trid || !last_event_ids.ids.known)
+        return ENODATA;
+    *ids = {pid_t(last_event_ids.ids.ids.pid), pid_t(last_event_ids.ids.ids.tid)};
     return 0;
 }
 

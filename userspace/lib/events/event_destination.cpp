@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "events/namespace_ids.hpp"
 #include "util/clock.hpp"
 
 namespace posixtrace {
@@ -29,6 +30,10 @@ void copy_event_out(const pt_record &record, uint64_t realtime_ns, const void *d
     if (length && to.data)
         std::memcpy(to.data, data, length);
     *to.data_len = to.data ? length : 0;
+    if (to.namespace_ids) {
+        std::optional<pt_namespace_ids> ids = namespace_ids_of(record, data);
+        *to.namespace_ids = {ids.has_value(), ids.value_or(pt_namespace_ids{})};
+    }
 }
 
 } // namespace posixtrace

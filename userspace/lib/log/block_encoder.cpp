@@ -40,9 +40,10 @@ size_t BlockEncoder::name_record_bytes(const std::string &name)
     return padded8(kNameRecordHeader + std::min(name.size(), kMaxNameLength));
 }
 
-size_t BlockEncoder::event_record_bytes(uint32_t data_len)
+size_t BlockEncoder::event_record_bytes(uint32_t data_len, bool has_namespace_ids)
 {
-    return padded8(kEventRecordHeader + std::min<size_t>(data_len, kMaxEventData));
+    return padded8(kEventRecordHeader + std::min<size_t>(data_len, kMaxEventData)) +
+           (has_namespace_ids ? kNamespaceIdsRecordSize : 0);
 }
 
 void BlockEncoder::add_name(uint32_t id, const std::string &name)
@@ -62,7 +63,8 @@ void BlockEncoder::add_name(uint32_t id, const std::string &name)
     ++records_;
 }
 
-void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns)
+void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns,
+                             const pt_namespace_ids *namespace_ids)
 {
     uint64_t timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + stamp_offset_ns);
     size_t length = std::min<size_t>(record.data_len, kMaxEventData);
@@ -84,6 +86,19 @@ void BlockEncoder::add_event(const pt_record &record, const void *data, int64_t 
     last_ns_ = std::max<uint64_t>(last_ns_, timestamp_ns);
     ++records_;
     ++events_;
+    if (namespace_ids)
+        add_namespace_ids(*namespace_ids);
+}
+
+void BlockEncoder::add_namespace_ids(const pt_namespace_ids &ids)
+{
+    uint8_t *record = grow(kNamespaceIdsRecordSize);
+    store<uint32_t>(record, uint32_t(kNamespaceIdsRecordSize));
+    store<uint16_t>(record + 4, kRecordNamespaceIds);
+    store<uint16_t>(record + 6, 0);
+    store<uint32_t>(record + 8, ids.pid);
+    store<uint32_t>(record + 12, ids.tid);
+    ++records_;
 }
 
 // The block's own records, in memory only the encoder writes; a size that

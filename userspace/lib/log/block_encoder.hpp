@@ -40,13 +40,17 @@ public:
 
     bool named(uint32_t id) const { return id < named_.size() && named_[id]; }
     static size_t name_record_bytes(const std::string &name);
-    static size_t event_record_bytes(uint32_t data_len);
+    // An event's records: the event's, and its namespace ids' if it has some.
+    static size_t event_record_bytes(uint32_t data_len, bool has_namespace_ids = false);
     // The caller checked room() for them.
     void add_name(uint32_t id, const std::string &name);
     // `record.timestamp_ns` as the log holds it (CLOCK_REALTIME).
     // `stamp_offset_ns` is added to the record's stamp (a lane's monotonic
     // stamp made realtime), so a record is encoded where it lies.
-    void add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns = 0);
+    // `namespace_ids`: those of the event's thread, if it has some, in a
+    // record of their own after the event's.
+    void add_event(const pt_record &record, const void *data, int64_t stamp_offset_ns = 0,
+                   const pt_namespace_ids *namespace_ids = nullptr);
     // Hands each event added so far, in the order added, to `event`: the
     // header add_event() laid out (its stamp as encoded) and its data.
     using EventVisitor = std::function<void(const pt_record &, const uint8_t *data)>;
@@ -71,6 +75,7 @@ public:
 
 private:
     uint8_t *grow(size_t bytes);
+    void add_namespace_ids(const pt_namespace_ids &ids);
     static pt_record event_header(const uint8_t *record);
 
     uint8_t *memory_ = nullptr;

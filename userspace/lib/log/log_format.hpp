@@ -49,6 +49,9 @@ inline constexpr uint16_t kRecordEvent = 1;
 inline constexpr uint16_t kRecordName = 2;
 inline constexpr uint16_t kRecordWatermark = 3;
 inline constexpr size_t kWatermarkRecordSize = 16;
+// The PID namespace ids of the event record right before it.
+inline constexpr uint16_t kRecordNamespaceIds = 4;
+inline constexpr size_t kNamespaceIdsRecordSize = 16;
 inline constexpr size_t kEventRecordHeader = 48;
 inline constexpr size_t kNameRecordHeader = 16;
 inline constexpr uint16_t kEventTruncated = 1;

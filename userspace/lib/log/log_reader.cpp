@@ -405,6 +405,7 @@ bool LogReader::check_records(std::vector<size_t> &events, uint64_t &complete_be
     uint32_t seen = 0;
     uint64_t latest_ns = 0;
     bool in_order = true;
+    uint16_t previous_type = 0;
     complete_below_ns = complete_below_ns_;
     for (size_t at = kBlockHeaderSize; at < block_.size(); ++seen) {
         const uint8_t *record = block_.data() + at;
@@ -415,6 +416,11 @@ bool LogReader::check_records(std::vector<size_t> &events, uint64_t &complete_be
         uint16_t type = load<uint16_t>(record + 4);
         if (size < 16 || size % 8 || size > left)
             return false;
+        // an event's namespace ids follow it, once
+        if (type == kRecordNamespaceIds &&
+            (previous_type != kRecordEvent || size != kNamespaceIdsRecordSize))
+            return false;
+        previous_type = type;
         if (type == kRecordEvent) {
             uint32_t id = load<uint32_t>(record + 8);
             uint32_t data_len = load<uint32_t>(record + 12);
@@ -456,7 +462,8 @@ bool LogReader::check_records(std::vector<size_t> &events, uint64_t &complete_be
 
 // ---- events --------------------------------------------------------------------------
 
-void LogReader::copy_out(const uint8_t *record, const EventDestination &to) const
+void LogReader::copy_out(const uint8_t *record, const uint8_t *block_end,
+                         const EventDestination &to) const
 {
     posix_trace_event_info &info = *to.info;
     info = {};
@@ -479,6 +486,15 @@ void LogReader::copy_out(const uint8_t *record, const EventDestination &to) cons
     if (length && to.data)
         std::memcpy(to.data, record + kEventRecordHeader, length);
     *to.data_len = to.data ? length : 0;
+    if (to.namespace_ids) {
+        // every record of the block was checked: the next one is whole
+        const uint8_t *next = record + load<uint32_t>(record);
+        bool known = block_end - next >= ptrdiff_t(kNamespaceIdsRecordSize) &&
+                     load<uint16_t>(next + 4) == kRecordNamespaceIds;
+        *to.namespace_ids = {
+            known, known ? pt_namespace_ids{load<uint32_t>(next + 8), load<uint32_t>(next + 12)}
+                         : pt_namespace_ids{}};
+    }
 }
 
 // The held block whose next event is the oldest (the one loaded first on
@@ -509,7 +525,8 @@ void LogReader::hold(std::vector<size_t> &&events)
 void LogReader::hand_out_oldest(const EventDestination &to)
 {
     HeldBlock &block = held_.front();
-    copy_out(block.bytes.data() + block.events[block.next++], to);
+    copy_out(block.bytes.data() + block.events[block.next++],
+             block.bytes.data() + block.bytes.size(), to);
     if (block.next < block.events.size()) {
         block.stamp_next();
         sift_down_oldest();

@@ -74,7 +74,9 @@ private:
     bool load_next_block();
     bool load_block_at(uint64_t offset, uint64_t expected_sequence, bool may_be_torn);
     bool check_records(std::vector<size_t> &events, uint64_t &complete_below_ns);
-    void copy_out(const uint8_t *record, const EventDestination &to) const;
+    // `block_end`: the end of the checked block the record is in.
+    void copy_out(const uint8_t *record, const uint8_t *block_end,
+                  const EventDestination &to) const;
 
     // A block read whole, and the offsets of its events not handed out yet.
     struct HeldBlock {

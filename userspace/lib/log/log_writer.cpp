@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "events/namespace_ids.hpp"
 #include "util/clock.hpp"
 #include "util/library_threads.hpp"
 
@@ -271,7 +272,8 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
         return name_of(id);
     };
     std::optional<std::string> name = name_if_new();
-    size_t event_bytes = BlockEncoder::event_record_bytes(record.data_len);
+    std::optional<pt_namespace_ids> ids = namespace_ids_of(record, data);
+    size_t event_bytes = BlockEncoder::event_record_bytes(record.data_len, ids.has_value());
     if (name_record_bytes(name) + event_bytes > current_.room()) {
         submit(record.timestamp_ns); // every event before this one is in
         name = name_if_new();
@@ -281,9 +283,10 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
     const pt_record *stored = &record;
     if (size_t room = current_.capacity() - name_record_bytes(name); event_bytes > room) {
         fitted = record;
-        fitted.data_len = uint32_t((room - kEventRecordHeader) / 8 * 8);
+        size_t ids_bytes = ids ? kNamespaceIdsRecordSize : 0;
+        fitted.data_len = uint32_t((room - kEventRecordHeader - ids_bytes) / 8 * 8);
         fitted.flags |= PT_RECORD_TRUNCATED;
-        event_bytes = BlockEncoder::event_record_bytes(fitted.data_len);
+        event_bytes = BlockEncoder::event_record_bytes(fitted.data_len, ids.has_value());
         stored = &fitted;
     }
     if (!reserve(name_record_bytes(name) + event_bytes, false)) {
@@ -292,7 +295,7 @@ LogWriter::Appended LogWriter::append(const pt_record &record, const void *data,
     }
     if (name)
         current_.add_name(id, *name);
-    current_.add_event(*stored, data);
+    current_.add_event(*stored, data, 0, ids ? &*ids : nullptr);
     return Appended::written;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "attributes/attributes.hpp"
+#include "events/namespace_ids.hpp"
 
 namespace posixtrace {
 namespace {
@@ -16,7 +17,7 @@ static_assert(sizeof(Frame) == PT_RING_HEADER_SIZE);
 static_assert(sizeof(pt_record) == PT_RECORD_HEADER_SIZE);
 
 // The largest record, and so the most a chunk leaves unused at its end.
-const size_t kLargestFrame = stored_event_size(PT_DATA_SIZE_LIMIT);
+const size_t kLargestFrame = stored_event_size(record_payload_bytes(PT_DATA_SIZE_LIMIT, true));
 } // namespace
 
 // Every chunk but the head's and the tail's holds more than a chunk less
@@ -56,17 +57,27 @@ void EventBuffer::next_tail_chunk()
     tail_at_ = 0;
 }
 
-void EventBuffer::push(const pt_record &header, const void *data)
+void EventBuffer::push(const pt_record &header, const void *data,
+                       const pt_namespace_ids *namespace_ids)
 {
-    size_t bytes = stored_event_size(header.data_len);
+    size_t bytes = stored_event_size(record_payload_bytes(header.data_len, namespace_ids));
     if (kChunkBytes - tail_at_ < bytes)
         next_tail_chunk();
     uint8_t *at = chunk(in_use_.back()) + tail_at_;
     Frame frame{uint32_t(bytes), 0};
     std::memcpy(at, &frame, sizeof frame);
-    std::memcpy(at + sizeof frame, &header, sizeof header);
+    pt_record stored = header;
+    stored.flags = namespace_ids ? stored.flags | PT_RECORD_NAMESPACE_IDS
+                                 : stored.flags & ~PT_RECORD_NAMESPACE_IDS;
+    std::memcpy(at + sizeof frame, &stored, sizeof stored);
+    uint8_t *payload = at + sizeof frame + sizeof stored;
     if (header.data_len)
-        std::memcpy(at + sizeof frame + sizeof header, data, header.data_len);
+        std::memcpy(payload, data, header.data_len);
+    if (namespace_ids) {
+        size_t ids_at = namespace_ids_offset(header.data_len);
+        std::memset(payload + header.data_len, 0, ids_at - header.data_len);
+        std::memcpy(payload + ids_at, namespace_ids, sizeof *namespace_ids);
+    }
     tail_at_ += bytes;
     used_ += bytes;
 }

@@ -32,8 +32,12 @@ public:
     bool empty() const { return used_ == 0; }
     bool fits(size_t bytes) const;
 
-    // Appends a record; the caller has made room (fits()).
-    void push(const pt_record &header, const void *data);
+    // Appends a record, flagged as holding `namespace_ids` after its data
+    // when there are some (PT_RECORD_NAMESPACE_IDS, whatever `header`
+    // says); the caller has made room (fits() of stored_event_size() of
+    // record_payload_bytes()).
+    void push(const pt_record &header, const void *data,
+              const pt_namespace_ids *namespace_ids = nullptr);
     const pt_record &front() const;
     void pop();
     void clear();

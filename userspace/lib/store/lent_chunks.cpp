@@ -36,7 +36,8 @@ Parsed parse(const LentChunks::Lent &chunk, uint32_t at, pt_record &header, cons
     if (read.slot != RecordRing::Slot::Committed)
         return Parsed::Damaged;
     std::memcpy(&header, frame + BPF_RINGBUF_HDR_SZ, PT_RECORD_HEADER_SIZE);
-    if (!RecordRing::holds_data(length, header.data_len))
+    // a lane's writer never claims namespace ids: only the kernel's do
+    if ((header.flags & PT_RECORD_NAMESPACE_IDS) || !RecordRing::holds_data(length, header))
         return Parsed::Damaged;
     data = frame + BPF_RINGBUF_HDR_SZ + PT_RECORD_HEADER_SIZE;
     return Parsed::Record;

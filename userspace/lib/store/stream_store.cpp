@@ -243,6 +243,12 @@ std::unique_ptr<FullPolicy> FullPolicy::make(int stream_full_policy)
     }
 }
 
+void StreamStore::push_held(const pt_record &header, const std::vector<uint8_t> &payload)
+{
+    std::optional<pt_namespace_ids> ids = namespace_ids_of(header, payload.data());
+    push(header, payload.data(), ids ? &*ids : nullptr);
+}
+
 // Once round the buffer: each event held is taken from the front and put
 // back at the end, after the events to merge stamped before it. The room
 // it gives back is the room it takes again, so the events held always fit.
@@ -253,8 +259,8 @@ uint64_t StreamStore::merge_in(const std::vector<HeldEvent> &events)
     auto next = events.begin();
     auto put_before = [&](uint64_t timestamp_ns) {
         for (; next != events.end() && next->header.timestamp_ns < timestamp_ns; ++next) {
-            if (fits(stored_event_size(next->header.data_len)))
-                push(next->header, next->data.data());
+            if (fits(stored_event_size(record_payload_bytes(next->header))))
+                push_held(next->header, next->data);
             else
                 ++refused;
         }
@@ -262,11 +268,12 @@ uint64_t StreamStore::merge_in(const std::vector<HeldEvent> &events)
     std::vector<uint8_t> data;
     for (size_t left = buffer_.used(); left > 0;) {
         pt_record header = buffer_.front();
-        data.assign(buffer_.front().data, buffer_.front().data + header.data_len);
-        left -= stored_event_size(header.data_len);
+        size_t payload = record_payload_bytes(header);
+        data.assign(buffer_.front().data, buffer_.front().data + payload);
+        left -= stored_event_size(payload);
         buffer_.pop();
         put_before(header.timestamp_ns);
-        push(header, data.data());
+        push_held(header, data);
     }
     put_before(UINT64_MAX);
     return refused;

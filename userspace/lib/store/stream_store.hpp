@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attributes/attributes.hpp"
+#include "events/namespace_ids.hpp"
 #include "posixtrace.h"
 #include "store/event_buffer.hpp"
 #include "store/lent_chunks.hpp"
@@ -63,10 +64,12 @@ public:
     size_t held() const { return buffer_.used() + beside_ + lent_.bytes(); }
     void hold_beside(size_t bytes) { beside_ += bytes; }
     void forget_beside() { beside_ = 0; }
-    void push(const pt_record &record, const void *data)
+    // `namespace_ids`: those of the event's thread, if it has some.
+    void push(const pt_record &record, const void *data,
+              const pt_namespace_ids *namespace_ids = nullptr)
     {
         changed();
-        buffer_.push(record, data);
+        buffer_.push(record, data, namespace_ids);
     }
 
     // A lane's chunk kept in place, its records stamped (CLOCK_MONOTONIC)
@@ -134,7 +137,8 @@ public:
     void clear();
     // An event held apart, its stamp realtime as the store's.
     struct HeldEvent {
-        std::vector<uint8_t> data;
+        std::vector<uint8_t> data; // and the namespace ids the header says it has
+        // Only what the store itself holds or held is held so.
         pt_record header; // last: its data[] is not these
     };
     // Puts `events` (sorted by stamp) among those held, in time order, each
@@ -175,6 +179,7 @@ public:
 
 private:
     void overwrite_oldest();
+    void push_held(const pt_record &header, const std::vector<uint8_t> &payload);
     // Every call that can change what peek() finds says so.
     void changed() { peek_current_ = false; }
     const StoredEvent *look();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "events/namespace_ids.hpp"
 #include "posixtrace.h"
 #include "sources/lent_chunk.hpp"
 
@@ -79,7 +80,8 @@ public:
         if (frame.slot != Slot::Committed)
             return {frame.slot, nullptr, frame.size};
         const auto *record = reinterpret_cast<const pt_record *>(header + BPF_RINGBUF_HDR_SZ);
-        if (!holds_data(length, record->data_len))
+        if (!holds_data(length, *record) ||
+            ((record->flags & PT_RECORD_NAMESPACE_IDS) && !written_by_kernel_))
             return {Slot::Damaged, nullptr, frame.size};
         return {Slot::Committed, record, frame.size};
     }
@@ -107,9 +109,9 @@ public:
             return {Slot::Damaged, size};
         return {Slot::Committed, size};
     }
-    static bool holds_data(uint32_t length, uint32_t data_len)
+    static bool holds_data(uint32_t length, const pt_record &header)
     {
-        return length - PT_RECORD_HEADER_SIZE >= data_len;
+        return length - PT_RECORD_HEADER_SIZE >= record_payload_bytes(header);
     }
 
     // A ring made of chunks (LocalRing): their size, a power of two, and no
@@ -165,6 +167,9 @@ protected:
         bytes_ = bytes;
         released_ = __atomic_load_n(consumer_pos_, __ATOMIC_ACQUIRE);
     }
+    // The kernel's programs write this ring: its records may carry the ids
+    // of their threads' PID namespaces (no other writer's may).
+    void trust_namespace_ids() { written_by_kernel_ = true; }
     // A ring whose memory is a sequence of chunks of 2^`chunk_shift` bytes
     // at `base`: the chunk of position p is entry (p >> chunk_shift) &
     // (`entries` - 1) of `table` (entries a power of two; the bits of
@@ -198,6 +203,7 @@ protected:
     }
 
 private:
+    bool written_by_kernel_ = false;
     uint64_t *consumer_pos_ = nullptr;
     const uint64_t *producer_pos_ = nullptr;
     const uint8_t *data_ = nullptr;

@@ -16,14 +16,17 @@ void StreamIntake::deliver(const pt_record &record, const uint8_t *data, Process
     case Delivery::Action::Store:
         break;
     }
-    store(*delivery.header, delivery.data);
+    // read from the record as it came: a stage may have rewritten its data
+    std::optional<pt_namespace_ids> ids = namespace_ids_of(record, data);
+    store(*delivery.header, delivery.data, ids ? &*ids : nullptr);
     if (delivery.hidden_in_kernel)
         ledger_.count_kernel_loss(0, delivery.hidden_in_kernel, 0);
     if (delivery.resume_after)
         store(owner_.system_record(POSIX_TRACE_RESUME, record.timestamp_ns, 0), nullptr);
 }
 
-void StreamIntake::store(const pt_record &record, const void *data)
+void StreamIntake::store(const pt_record &record, const void *data,
+                         const pt_namespace_ids *namespace_ids)
 {
     // Only a clock that broke the merge's argument brings a record older
     // than one read already (a chunk kept in place is read ahead of the
@@ -32,7 +35,7 @@ void StreamIntake::store(const pt_record &record, const void *data)
         note_loss(StreamLoss::Late, 1);
         return;
     }
-    size_t bytes = stored_event_size(record.data_len);
+    size_t bytes = stored_event_size(record_payload_bytes(record.data_len, namespace_ids));
     switch (policy_.make_room(store_, record, bytes, phase_)) {
     case FullPolicy::Decision::Store:
         break;
@@ -52,7 +55,7 @@ void StreamIntake::store(const pt_record &record, const void *data)
         ledger_.count_stream_loss(StreamLoss::Refused, 1);
         return;
     }
-    push(record, data);
+    push(record, data, namespace_ids);
 }
 
 void StreamIntake::drop_late(const pt_record &record, ProcessProbes *probes)
@@ -92,10 +95,10 @@ void StreamIntake::refuse(const pt_record &record, const void *data)
 
 // Every event the stream holds is counted recorded, the trace system's own
 // (a stop, a flush start) too: what a log fails to write is taken back.
-void StreamIntake::push(pt_record record, const void *data)
+void StreamIntake::push(pt_record record, const void *data, const pt_namespace_ids *namespace_ids)
 {
     record.timestamp_ns = uint64_t(int64_t(record.timestamp_ns) + store_.realtime_offset_ns());
-    store_.push(record, data);
+    store_.push(record, data, namespace_ids);
     ledger_.count_recorded();
 }
 

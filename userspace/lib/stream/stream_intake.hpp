@@ -48,8 +48,10 @@ public:
 
     // A record out of the merge, as the stages leave it.
     void deliver(const pt_record &record, const uint8_t *data, ProcessProbes *probes);
-    // An event past the stages (a system event), under the full policy.
-    void store(const pt_record &record, const void *data);
+    // An event past the stages (a system event), under the full policy;
+    // `namespace_ids`: those of its thread, if it has some.
+    void store(const pt_record &record, const void *data,
+               const pt_namespace_ids *namespace_ids = nullptr);
     // A record the merge drops (it came late): counted lost, reported by
     // the drain's next pass.
     void drop_late(const pt_record &record, ProcessProbes *probes);
@@ -77,7 +79,7 @@ public:
 
 private:
     void refuse(const pt_record &record, const void *data);
-    void push(pt_record record, const void *data);
+    void push(pt_record record, const void *data, const pt_namespace_ids *namespace_ids = nullptr);
     void stop_full(uint64_t timestamp_ns);
     void count_overwritten();
     void count_damaged();

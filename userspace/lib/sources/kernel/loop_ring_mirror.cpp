@@ -36,6 +36,7 @@ LoopRingMirror::LoopRingMirror(const uint8_t *entry, size_t ring_bytes, uint64_t
     counted_to_ = load_acquire(meta_->sequence);
     if (mirror_.valid())
         view(&consumer_, &head_, mirror_.data(), mirror_bytes_);
+    trust_namespace_ids();
 }
 
 const pt_loop_header *LoopRingMirror::source_header(uint64_t position) const

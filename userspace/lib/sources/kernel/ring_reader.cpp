@@ -23,6 +23,7 @@ RingReader::RingReader(int ring_fd, size_t ring_bytes)
     producer_pages_ = producer;
     view(static_cast<uint64_t *>(consumer), static_cast<const uint64_t *>(producer),
          static_cast<const uint8_t *>(producer) + page_size_, ring_bytes);
+    trust_namespace_ids();
 }
 
 RingReader::~RingReader()
