@@ -30,7 +30,10 @@ CREATE TABLE IF NOT EXISTS posixtrace.events
     truncated String,               -- none, record or read
     lost_before UInt64,             -- lost, as the overflow events before it report
     fields String,                  -- a JSON object of the fields decoded from the data
-    time DateTime MATERIALIZED toDateTime(intDiv(time_unix_nano, 1000000000))
+    time DateTime MATERIALIZED toDateTime(intDiv(time_unix_nano, 1000000000)),
+    -- Added after the first release: push adds them to a table made before.
+    `process.vpid` Int32 DEFAULT 0, -- in the process's own PID namespace; 0: the host's
+    `thread.vtid` Int32 DEFAULT 0   -- the thread, in that namespace; 0: the host's
 )
 -- No partition key: the stamps come from the logs, which a traced host
 -- controls, and a key of them would let one log make a partition a month.

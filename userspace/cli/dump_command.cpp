@@ -25,6 +25,7 @@ void print_event(const LoggedEvent &event, bool json)
 {
     std::string line = json ? format_json(event.info, event.name, event.data, event.length)
                             : format_text(event.info, event.name, event.data, event.length);
+    add_namespace_ids(line, event.namespace_ids, json);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
 }

@@ -244,6 +244,17 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
     return line;
 }
 
+void add_namespace_ids(std::string &line, const posix_trace_namespace_ids *ids, bool json)
+{
+    if (!ids)
+        return;
+    std::string pid = std::to_string(ids->pid), tid = std::to_string(ids->tid);
+    if (json && !line.empty() && line.back() == '}')
+        line.insert(line.size() - 1, ",\"ns_pid\":" + pid + ",\"ns_tid\":" + tid);
+    else if (!json)
+        line += " ns_pid=" + pid + " ns_tid=" + tid;
+}
+
 std::string format_json_decoded_fields(const posix_trace_event_info &info,
                                        const unsigned char *data, size_t length, bool with_string)
 {

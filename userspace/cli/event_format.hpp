@@ -20,6 +20,11 @@ std::string format_text(const posix_trace_event_info &info, const std::string &n
 std::string format_json(const posix_trace_event_info &info, const std::string &name,
                         const unsigned char *data, size_t length, bool with_string = false);
 
+// A line of format_text or format_json with the ids the event's thread has
+// in its own PID namespace added (text: ns_pid=P ns_tid=T; JSON: ns_pid
+// and ns_tid members); the line as it is when `ids` is null.
+void add_namespace_ids(std::string &line, const posix_trace_namespace_ids *ids, bool json);
+
 // The members of format_json's object that describe the event's data (id,
 // data_hex, truncated, args, decoded fields), without braces: for formats
 // that carry the time, pid, tid and name elsewhere.

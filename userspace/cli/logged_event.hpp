@@ -19,6 +19,9 @@ struct LoggedEvent {
     const std::string &name; // the event type's name
     const unsigned char *data;
     size_t length;
+    // Its thread's ids in its own PID namespace, where that is not the
+    // host's (posix_trace_event_namespace_ids); nullptr otherwise.
+    const posix_trace_namespace_ids *namespace_ids = nullptr;
 };
 
 // The log's attributes (posix_trace_get_attr), for the exported files' headers.

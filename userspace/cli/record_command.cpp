@@ -212,6 +212,9 @@ bool print_next(trace_id_t trid, bool json, const std::set<trace_event_id_t> &wi
     bool string = with_string.count(info.posix_event_id) != 0;
     std::string line = json ? format_json(info, event_name, data, length, string)
                             : format_text(info, event_name, data, length, string);
+    posix_trace_namespace_ids ids;
+    add_namespace_ids(line, posix_trace_event_namespace_ids(trid, &ids) == 0 ? &ids : nullptr,
+                      json);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
     return true;

@@ -118,7 +118,10 @@ int TraceLog::read_all(const std::function<void(const LoggedEvent &)> &visit)
             return err;
         if (unavailable) // a log has no more to come: its end
             return 0;
-        visit(LoggedEvent{info, names_.of(info.posix_event_id), data_.data(), length});
+        posix_trace_namespace_ids ids;
+        bool has_ids = posix_trace_event_namespace_ids(trid_, &ids) == 0;
+        visit(LoggedEvent{info, names_.of(info.posix_event_id), data_.data(), length,
+                          has_ids ? &ids : nullptr});
     }
 }
 

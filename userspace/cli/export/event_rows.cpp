@@ -93,7 +93,8 @@ const char *EventRows::tab_separated_columns()
 {
     return "`host.name`, `host.boot_id`, `stream.id`, `stream.name`, sequence, time_unix_nano, "
            "time_monotonic_ns, `process.pid`, `thread.id`, `thread.name`, `event.name`, "
-           "`event.class`, `event.id`, data_hex, truncated, lost_before, fields";
+           "`event.class`, `event.id`, data_hex, truncated, lost_before, fields, `process.vpid`, "
+           "`thread.vtid`";
 }
 
 const char *EventRows::class_of(trace_event_id_t id)
@@ -169,6 +170,12 @@ void EventRows::append_json(const LoggedEvent &event, const std::string &thread_
     append_number(out, info.posix_pid);
     out += ",\"thread.id\":";
     append_number(out, info.posix_tid);
+    if (event.namespace_ids) {
+        out += ",\"process.vpid\":";
+        append_number(out, event.namespace_ids->pid);
+        out += ",\"thread.vtid\":";
+        append_number(out, event.namespace_ids->tid);
+    }
     out += ",\"thread.name\":" + thread_name + ",\"event.name\":" + name_text(event);
     out += std::string(",\"event.class\":\"") + class_of(info.posix_event_id) + "\",\"event.id\":";
     append_number(out, info.posix_event_id);
@@ -220,6 +227,10 @@ void EventRows::append_tab_separated(const LoggedEvent &event, const std::string
     out += '\t';
     std::string fields = format_json_decoded_fields(info, event.data, event.length);
     out += fields.empty() ? "{}" : tab_separated("{" + fields + "}");
+    out += '\t';
+    append_number(out, event.namespace_ids ? event.namespace_ids->pid : 0);
+    out += '\t';
+    append_number(out, event.namespace_ids ? event.namespace_ids->tid : 0);
     out += '\n';
 }
 

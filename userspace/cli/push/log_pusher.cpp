@@ -89,6 +89,45 @@ void LogPusher::create_tables()
 {
     for (const std::string &statement : clickhouse_schema_statements())
         send(statement, "", std::nullopt);
+    add_missing_columns();
+}
+
+namespace {
+
+// Columns the events table gained after its first release, as the schema
+// declares them: a table an earlier push made gets them (Debian's server
+// knows no ADD COLUMN IF NOT EXISTS).
+struct AddedColumn {
+    const char *name;
+    const char *type;
+};
+constexpr AddedColumn kAddedEventColumns[] = {{"process.vpid", "Int32 DEFAULT 0"},
+                                              {"thread.vtid", "Int32 DEFAULT 0"}};
+
+} // namespace
+
+bool LogPusher::has_event_column(const std::string &name)
+{
+    return send("SELECT count() FROM system.columns WHERE database = 'posixtrace' AND "
+                "table = 'events' AND name = '" +
+                    name + "' FORMAT TabSeparated",
+                "", std::nullopt) == "1\n";
+}
+
+void LogPusher::add_missing_columns()
+{
+    for (const AddedColumn &column : kAddedEventColumns) {
+        if (has_event_column(column.name))
+            continue;
+        try {
+            send(std::string("ALTER TABLE posixtrace.events ADD COLUMN `") + column.name + "` " +
+                     column.type,
+                 "", std::nullopt);
+        } catch (const PushFailure &) {
+            if (!has_event_column(column.name)) // not another push's meanwhile
+                throw;
+        }
+    }
 }
 
 // How many of the stream's first events the server holds, each once or

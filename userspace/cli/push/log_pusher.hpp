@@ -83,6 +83,8 @@ private:
     std::string send(const std::string &query, const std::string &data,
                      std::optional<uint64_t> stored);
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
+    bool has_event_column(const std::string &name);
+    void add_missing_columns();
 
     ClickHouseHttp &server_;
     PushOptions options_;
