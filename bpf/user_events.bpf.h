@@ -151,7 +151,8 @@ int usdt_event(struct pt_regs *ctx)
     }
 
     wakeup = wakeup_flag(slot.ring, slot.state, 0);
-    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_DATA_ROOM + PT_NAMESPACE_IDS_ROOM, event_id);
+    record = begin_record(&slot, PT_RECORD_HEADER_SIZE + PT_USDT_DATA_ROOM + PT_NAMESPACE_IDS_ROOM,
+                          event_id);
     if (!record)
         return 0;
     count = spec->arg_count;

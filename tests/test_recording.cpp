@@ -31,13 +31,6 @@ uint64_t nanos(const timespec &t)
     return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
 }
 
-uint64_t realtime_ns()
-{
-    timespec t{};
-    clock_gettime(CLOCK_REALTIME, &t);
-    return nanos(t);
-}
-
 // The first two CPUs this process may run on.
 std::vector<int> usable_cpus()
 {
@@ -107,9 +100,9 @@ TEST_CASE("recording: event information of an event emitted by a helper thread",
     std::thread helper([&] {
         helper_tid = gettid();
         helper_self = pthread_self();
-        before_ns = realtime_ns();
+        before_ns = nanos(stream_clock_now(stream.get()));
         emit_from_here(id, payload, sizeof payload);
-        after_ns = realtime_ns();
+        after_ns = nanos(stream_clock_now(stream.get()));
         emit_from_here(id, nullptr, 0);
     });
     helper.join();

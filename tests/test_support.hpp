@@ -65,6 +65,21 @@ inline timespec realtime_now()
     return now;
 }
 
+// Now on the clock of `trid`'s stamps: CLOCK_MONOTONIC, the kernel's clock,
+// shifted by the offset the stream converts it to realtime with (sampled at
+// its creation). A window read so brackets its events' stamps even when
+// CLOCK_REALTIME is stepped meanwhile (a virtual machine snapshotted
+// mid-test had it jump 2 ms).
+inline timespec stream_clock_now(trace_id_t trid)
+{
+    posix_trace_origin origin{};
+    REQUIRE(posix_trace_get_origin(trid, &origin) == 0);
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec + origin.realtime_offset_ns;
+    return {time_t(ns / 1000000000LL), long(ns % 1000000000LL)};
+}
+
 inline timespec realtime_in(long long delta_ns)
 {
     timespec t = realtime_now();

@@ -35,7 +35,7 @@ TEST_CASE("a stream with log writes a log that posix_trace_open reads back exact
     REQUIRE(posix_trace_attr_setlogfullpolicy(&a.attr, POSIX_TRACE_APPEND) == 0);
     StreamGuard stream = make_logged_stream(file.fd(), &a.attr);
     trace_event_id_t id = user_event("log.round_trip");
-    timespec before = realtime_now();
+    timespec before = stream_clock_now(stream.get());
     REQUIRE(posix_trace_start(stream.get()) == 0);
     const size_t count = 500;
     for (size_t i = 0; i < count; ++i) {
@@ -43,7 +43,7 @@ TEST_CASE("a stream with log writes a log that posix_trace_open reads back exact
         posix_trace_event(id, bytes.data(), bytes.size());
     }
     REQUIRE(posix_trace_stop(stream.get()) == 0);
-    timespec after = realtime_now();
+    timespec after = stream_clock_now(stream.get());
     trace_attr_t stream_attr;
     REQUIRE(posix_trace_get_attr(stream.get(), &stream_attr) == 0);
     REQUIRE(stream.shutdown() == 0);

@@ -23,9 +23,10 @@ struct EventDestination {
     EventNamespaceIds *namespace_ids = nullptr; // filled too, when not null
 };
 
-// Fills `to` with a record of the store and its payload, cut to what it has room for
-// (POSIX_TRACE_TRUNCATED_READ), stamped `realtime_ns` (the stores keep the
-// record's own stamp apart from its header, which they do not copy).
+// Fills `to` with a record of the store, its payload cut to what `to` has
+// room for (POSIX_TRACE_TRUNCATED_READ) and its namespace ids, stamped
+// `realtime_ns` (the stores keep the record's own stamp apart from its
+// header, which they do not copy).
 void copy_event_out(const pt_record &record, uint64_t realtime_ns, const void *data,
                     const EventDestination &to);
 

@@ -137,8 +137,9 @@ public:
     void clear();
     // An event held apart, its stamp realtime as the store's.
     struct HeldEvent {
-        std::vector<uint8_t> data; // and the namespace ids the header says it has
-        // Only what the store itself holds or held is held so.
+        // Its data, then the namespace ids its header says it has (only the
+        // store's own events are held with them).
+        std::vector<uint8_t> data;
         pt_record header; // last: its data[] is not these
     };
     // Puts `events` (sorted by stamp) among those held, in time order, each
