@@ -204,6 +204,42 @@ TEST_CASE("namespace ids: a log keeps them, and a reader gives them back", "[usd
     check_events(read_with_namespace_ids(opened.get()), host_pid);
 }
 
+TEST_CASE("namespace ids: a child forked inside the namespace is traced by its own numbers there",
+          "[usdt][namespace][lifecycle]")
+{
+    constexpr int kChildProbes = 50;
+    Namespaced app({helper_path("spawner"), "fork", std::to_string(kChildProbes)});
+    Attr inherited;
+    REQUIRE(posix_trace_attr_setinherited(&inherited.attr, POSIX_TRACE_INHERITED) == 0);
+    trace_id_t trid;
+    REQUIRE(posix_trace_create(app.host_pid(), &inherited.attr, &trid) == 0);
+    REQUIRE(filter_out_thread_events(trid) == 0);
+    REQUIRE(posix_trace_usdt_attach(trid, "spawner:*", nullptr) == 0);
+    REQUIRE(posix_trace_start(trid) == 0);
+    REQUIRE(app.run() == "child exited 0\n");
+    REQUIRE(posix_trace_stop(trid) == 0);
+
+    // The parent is its namespace's process 1; its child, the next one, 2.
+    size_t child_probes = 0, child_exits = 0, forks = 0;
+    for (const ReadEvent &event : read_with_namespace_ids(trid)) {
+        if (event.id <= POSIX_TRACE_FLUSH_STOP)
+            continue;
+        INFO("event " << event.id << " of process " << event.pid);
+        REQUIRE(event.ids_error == 0);
+        bool parent = event.pid == app.host_pid();
+        CHECK(event.ids.pid == (parent ? 1 : 2));
+        CHECK(event.ids.tid == event.ids.pid);
+        forks += parent && event.id == POSIX_TRACE_PROCESS_FORK;
+        child_probes += !parent && event.id >= POSIX_TRACE_USDT_EVENT_FIRST;
+        child_exits += !parent && event.id == POSIX_TRACE_PROCESS_EXIT;
+    }
+    CHECK(forks == 1);
+    CHECK(child_probes == kChildProbes);
+    CHECK(child_exits == 1);
+    app.finish();
+    REQUIRE(posix_trace_shutdown(trid) == 0);
+}
+
 TEST_CASE("namespace ids: thread events of a namespaced process name each thread as its "
           "namespace does",
           "[td][namespace]")
