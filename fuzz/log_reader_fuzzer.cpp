@@ -196,6 +196,10 @@ Outcome read_one(trace_id_t trid, Call call, size_t capacity, bool keep_data,
         out.data_len = data_len;
         if (keep_data && data_len)
             out.data.assign(buffer.get(), buffer.get() + data_len);
+        // Whatever ids the log claims for it are answered, or none.
+        posix_trace_namespace_ids ids{};
+        int ids_rc = posix_trace_event_namespace_ids(trid, &ids);
+        FUZZ_CHECK(ids_rc == 0 || ids_rc == ENODATA);
         // Any id an event carries may be asked for by name; a name found fits.
         char name[TRACE_EVENT_NAME_MAX + 16];
         std::memset(name, 0x5A, sizeof name);

@@ -6,6 +6,8 @@
 #        (append.ptl is of version 2, the two others too small for runs)
 #   runs.ptl          corpus_writer.c: version 2, blocks that overlap (runs)
 #   record.ptl        `posixtrace record -o` of /bin/true (system, TD events)
+#   namespaced.ptl    `posixtrace record --inherit` of a shell in a PID
+#                     namespace of its own: events with namespace ids records
 #   append-killed.ptl append.ptl without trailer and footer (a writer killed
 #                     after its last block)
 #   append-torn.ptl   append.ptl cut inside its last block
@@ -28,6 +30,8 @@ cc -O2 -g -std=gnu11 -Wall -Wextra -Iinclude -o "$tmp/corpus_writer" fuzz/corpus
 mkdir "$tmp/logs"
 "$tmp/corpus_writer" "$tmp/logs"
 build/bin/posixtrace record -o "$tmp/logs/record.ptl" -- /bin/true >/dev/null
+build/bin/posixtrace record --inherit --events td:create,td:death,system \
+    -o "$tmp/logs/namespaced.ptl" -- unshare --pid --fork sh -c '/bin/true; /bin/true' >/dev/null
 major=$(od -An -t u2 -j 8 -N 2 "$tmp/logs/runs.ptl" | tr -d ' ')
 [ "$major" = 2 ] || { echo "make_corpus.sh: runs.ptl is of version $major, not 2" >&2; exit 1; }
 

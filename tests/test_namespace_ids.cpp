@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -204,6 +205,61 @@ TEST_CASE("namespace ids: a log keeps them, and a reader gives them back", "[usd
     check_events(read_with_namespace_ids(opened.get()), host_pid);
 }
 
+namespace {
+
+// Reads `trid` up to its first event of a USDT probe.
+void read_to_first_probe(trace_id_t trid)
+{
+    for (;;) {
+        posix_trace_event_info info;
+        unsigned char data[256];
+        size_t len = 0;
+        int unavailable = 0;
+        REQUIRE(posix_trace_getnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+        REQUIRE(!unavailable);
+        if (info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST)
+            return;
+    }
+}
+
+} // namespace
+
+TEST_CASE("namespace ids: each trace a thread reads in turn answers for its own last event",
+          "[usdt][namespace][log]")
+{
+    TempFile log;
+    record_namespaced_log(log.fd());
+    // more than the traces the library keeps apart before it looks for closed ones
+    std::vector<std::unique_ptr<LogGuard>> opened;
+    for (int i = 0; i < 20; ++i) {
+        opened.push_back(std::make_unique<LogGuard>(log.path()));
+        REQUIRE(opened.back()->open_error() == 0);
+    }
+    posix_trace_namespace_ids ids{};
+    for (auto &trace : opened) {
+        CHECK(posix_trace_event_namespace_ids(trace->get(), &ids) == ENODATA); // none read yet
+        read_to_first_probe(trace->get());
+    }
+    for (auto &trace : opened) {
+        ids = {-1, -1};
+        REQUIRE(posix_trace_event_namespace_ids(trace->get(), &ids) == 0);
+        CHECK(ids.pid == 1);
+        CHECK(ids.tid == 1);
+    }
+    // a trace's next event, the stream's own, has none; the others keep theirs
+    posix_trace_event_info info;
+    unsigned char data[256];
+    size_t len = 0;
+    int unavailable = 0;
+    LogGuard other(log.path());
+    REQUIRE(posix_trace_getnext_event(other.get(), &info, data, sizeof data, &len, &unavailable) ==
+            0);
+    REQUIRE(info.posix_event_id == POSIX_TRACE_START);
+    CHECK(posix_trace_event_namespace_ids(other.get(), &ids) == ENODATA);
+    REQUIRE(posix_trace_event_namespace_ids(opened.front()->get(), &ids) == 0);
+    CHECK(ids.pid == 1);
+}
+
 TEST_CASE("namespace ids: a child forked inside the namespace is traced by its own numbers there",
           "[usdt][namespace][lifecycle]")
 {
@@ -328,6 +384,46 @@ void seal_block(std::vector<unsigned char> &log, size_t block)
         format::crc32_of(log.data() + block + 8, format::kBlockHeaderSize - 8 + payload));
 }
 
+struct BlockRecord {
+    size_t at, size;
+    uint16_t type;
+};
+
+std::vector<BlockRecord> records_of_block(const std::vector<unsigned char> &log, size_t block)
+{
+    std::vector<BlockRecord> records;
+    uint32_t payload = format::load<uint32_t>(log.data() + block + 16);
+    size_t end = block + format::kBlockHeaderSize + payload;
+    for (size_t at = block + format::kBlockHeaderSize; at < end;) {
+        uint32_t size = format::load<uint32_t>(log.data() + at);
+        REQUIRE(size >= 16);
+        records.push_back({at, size, format::load<uint16_t>(log.data() + at + 4)});
+        at += size;
+    }
+    return records;
+}
+
+// A record of a type the reader skips over [at, at + size).
+void write_skipped_record(std::vector<unsigned char> &log, size_t at, size_t size)
+{
+    REQUIRE(size >= 16);
+    REQUIRE(size % 8 == 0);
+    std::memset(log.data() + at, 0, size);
+    format::store<uint32_t>(log.data() + at, uint32_t(size));
+    format::store<uint16_t>(log.data() + at + 4, 99);
+}
+
+void expect_refused(const std::vector<unsigned char> &log)
+{
+    TempFile crafted;
+    crafted.write_bytes(log);
+    LogGuard opened(crafted.path());
+    REQUIRE(opened.open_error() == 0);
+    LogRead read = read_log(opened.get(), false);
+    CHECK(read.error == EINVAL);
+    CHECK(read.events.empty()); // the block is refused whole
+}
+
 } // namespace
 
 TEST_CASE("namespace ids: a log whose ids record belongs to no event is damaged",
@@ -342,13 +438,7 @@ TEST_CASE("namespace ids: a log whose ids record belongs to no event is damaged"
     // the event it followed made a record of a type the reader skips
     format::store<uint16_t>(log.data() + at.before + 4, 99);
     seal_block(log, at.block);
-    TempFile crafted;
-    crafted.write_bytes(log);
-    LogGuard opened(crafted.path());
-    REQUIRE(opened.open_error() == 0);
-    LogRead read = read_log(opened.get(), false);
-    CHECK(read.error == EINVAL);
-    CHECK(read.events.empty()); // the block is refused whole
+    expect_refused(log);
 }
 
 namespace {
@@ -411,4 +501,52 @@ TEST_CASE("namespace ids: dump, export and push show them; a table made before t
                         "AND `thread.vtid` = 1") == std::to_string(dumped_with) + "\n");
     CHECK(server.answer("SELECT count() FROM posixtrace.events FINAL WHERE `process.vpid` = 0") ==
           std::to_string(dumped - dumped_with) + "\n");
+}
+
+TEST_CASE("namespace ids: a log whose ids record is of another size, repeated, or first in its "
+          "block is damaged",
+          "[namespace][log][hostile]")
+{
+    TempFile written;
+    record_namespaced_log(written.fd());
+    std::vector<unsigned char> log = written.bytes();
+    IdsRecordAt at = first_ids_record(log);
+    std::vector<BlockRecord> records = records_of_block(log, at.block);
+    size_t index = 0;
+    while (records[index].at != at.ids)
+        ++index;
+    REQUIRE(index + 1 < records.size());
+    uint32_t count = format::load<uint32_t>(log.data() + at.block + 20);
+    REQUIRE(count == records.size());
+
+    SECTION("24 bytes, not 16")
+    {
+        // taken from the event after it, which becomes a skipped record
+        const BlockRecord &next = records[index + 1];
+        REQUIRE(next.size >= 24);
+        format::store<uint32_t>(log.data() + at.ids, 24);
+        write_skipped_record(log, next.at + 8, next.size - 8);
+    }
+    SECTION("two after one event")
+    {
+        // the event after it becomes a second ids record and a skipped one
+        const BlockRecord &next = records[index + 1];
+        REQUIRE(next.type == format::kRecordEvent);
+        REQUIRE(next.size >= 32);
+        std::vector<unsigned char> ids(log.begin() + long(at.ids), log.begin() + long(at.ids) + 16);
+        write_skipped_record(log, next.at + 16, next.size - 16);
+        std::memcpy(log.data() + next.at, ids.data(), ids.size());
+        format::store<uint32_t>(log.data() + at.block + 20, count + 1);
+    }
+    SECTION("the first of its block")
+    {
+        // the records before it become one skipped record after it
+        size_t start = at.block + format::kBlockHeaderSize;
+        std::vector<unsigned char> ids(log.begin() + long(at.ids), log.begin() + long(at.ids) + 16);
+        write_skipped_record(log, start + 16, at.ids - start);
+        std::memcpy(log.data() + start, ids.data(), ids.size());
+        format::store<uint32_t>(log.data() + at.block + 20, uint32_t(count - index + 1));
+    }
+    seal_block(log, at.block);
+    expect_refused(log);
 }

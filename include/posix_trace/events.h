@@ -177,7 +177,7 @@ int posix_trace_get_origin(trace_id_t trid, struct posix_trace_origin *origin);
  * events are the host's, and this gives the ids the thread had in its own
  * namespace, as getpid() and gettid() there returned them. It answers for
  * the event the calling thread read last from `trid` (with any of the
- * getnext calls): 0 and `*ids` filled; ENODATA when that thread was in the
+ * getnext calls; reads of other traces since do not count): 0 and `*ids` filled; ENODATA when that thread was in the
  * host's namespace, when the event is not a thread's (a system event) or
  * is one the kernel could no longer tell (the thread had gone), or when the
  * calling thread has read no event of `trid`; EINVAL for a bad trid or a

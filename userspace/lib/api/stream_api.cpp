@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "log/log_table.hpp"
 #include "stream/stream_table.hpp"
@@ -68,13 +69,43 @@ Stream *stream_to_read(trace_id_t trid)
     return stream && stream->owned_by_this_process() ? stream : nullptr;
 }
 
-// The namespace ids of the event this thread read last, and the trace it
-// came from (trace ids are never given twice).
+// The namespace ids of the event this thread read last from a trace (trace
+// ids are never given twice). The trace read last is kept apart, where
+// getnext finds it without a call; the others this thread read are kept
+// while they are open.
 struct LastEventIds {
     trace_id_t trid = 0;
     EventNamespaceIds ids;
 };
 constinit thread_local LastEventIds last_event_ids __attribute__((tls_model("initial-exec"))) = {};
+thread_local std::vector<LastEventIds> earlier_traces_ids;
+
+// More traces than that read in turn by one thread: those closed since are
+// forgotten, so that what is kept is bounded by what is open.
+constexpr size_t kEarlierTracesKept = 16;
+
+void remember_event_ids(trace_id_t trid, const EventNamespaceIds &ids)
+{
+    if (last_event_ids.trid != trid && last_event_ids.trid != 0) {
+        std::vector<LastEventIds> &earlier = earlier_traces_ids;
+        std::erase_if(earlier, [trid](const LastEventIds &kept) { return kept.trid == trid; });
+        if (earlier.size() >= kEarlierTracesKept)
+            std::erase_if(earlier,
+                          [](const LastEventIds &kept) { return !readable_of(kept.trid); });
+        earlier.push_back(last_event_ids);
+    }
+    last_event_ids = {trid, ids};
+}
+
+const EventNamespaceIds *event_ids_read_last(trace_id_t trid)
+{
+    if (last_event_ids.trid == trid)
+        return &last_event_ids.ids;
+    for (const LastEventIds &kept : earlier_traces_ids)
+        if (kept.trid == trid)
+            return &kept.ids;
+    return nullptr;
+}
 
 // `log_fd` >= 0: posix_trace_create_withlog.
 int create_stream(pid_t pid, const trace_attr_t *attr, trace_id_t *trid, int log_fd = -1)
@@ -121,7 +152,7 @@ int get_next(trace_id_t trid, posix_trace_event_info *event, void *data, size_t 
         err = log->next_event(to, unavailable, mode, abstime);
     }
     if (err == 0 && !*unavailable)
-        last_event_ids = {trid, ids};
+        remember_event_ids(trid, ids);
     return err;
 }
 
@@ -207,9 +238,10 @@ POSIXTRACE_EXPORT int posix_trace_event_namespace_ids(trace_id_t trid,
 {
     if (!ids || !readable_of(trid))
         return EINVAL;
-    if (last_event_ids.trid != trid || !last_event_ids.ids.known)
+    const EventNamespaceIds *read_last = event_ids_read_last(trid);
+    if (!read_last || !read_last->known)
         return ENODATA;
-    *ids = {pid_t(last_event_ids.ids.ids.pid), pid_t(last_event_ids.ids.ids.tid)};
+    *ids = {pid_t(read_last->ids.pid), pid_t(read_last->ids.tid)};
     return 0;
 }
 

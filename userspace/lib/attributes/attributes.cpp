@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "events/namespace_ids.hpp"
 #include "posixtrace.h"
 
 namespace posixtrace {
@@ -112,7 +113,10 @@ void store_attributes(trace_attr_t *attr, const Attributes &value)
     std::memcpy(static_cast<void *>(attr), &value, sizeof value);
 }
 
-void erase_attributes(trace_attr_t *attr) { std::memset(attr, 0, sizeof *attr); }
+void erase_attributes(trace_attr_t *attr)
+{
+    std::memset(attr, 0, sizeof *attr);
+}
 
 size_t stored_event_size(size_t payload)
 {
@@ -120,12 +124,17 @@ size_t stored_event_size(size_t payload)
     return (bytes + 7) & ~size_t(7);
 }
 
+// With the ids of a PID namespace the kernel may add after the data.
 size_t max_user_event_size(const Attributes &attributes, size_t data_len)
 {
-    return stored_event_size(std::min(data_len, attributes.max_data_size));
+    return stored_event_size(
+        record_payload_bytes(uint32_t(std::min(data_len, attributes.max_data_size)), true));
 }
 
-size_t max_system_event_size() { return stored_event_size(sizeof(posix_trace_filter_data)); }
+size_t max_system_event_size()
+{
+    return stored_event_size(sizeof(posix_trace_filter_data));
+}
 
 timespec clock_resolution()
 {
