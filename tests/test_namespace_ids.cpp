@@ -76,16 +76,22 @@ struct ReadEvent {
     posix_trace_namespace_ids ids;
 };
 
+// The next event of `trid`; false when none is available.
+bool next_event_of(trace_id_t trid, posix_trace_event_info &info)
+{
+    unsigned char data[256];
+    size_t len = 0;
+    int unavailable = 0;
+    REQUIRE(posix_trace_getnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
+    return !unavailable;
+}
+
 std::vector<ReadEvent> read_with_namespace_ids(trace_id_t trid)
 {
     std::vector<ReadEvent> events;
     for (;;) {
         posix_trace_event_info info;
-        unsigned char data[256];
-        size_t len = 0;
-        int unavailable = 0;
-        REQUIRE(posix_trace_getnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
-        if (unavailable)
+        if (!next_event_of(trid, info))
             return events;
         ReadEvent event{info.posix_event_id, info.posix_pid, info.posix_tid, 0, {-1, -1}};
         event.ids_error = posix_trace_event_namespace_ids(trid, &event.ids);
@@ -210,16 +216,10 @@ namespace {
 // Reads `trid` up to its first event of a USDT probe.
 void read_to_first_probe(trace_id_t trid)
 {
-    for (;;) {
-        posix_trace_event_info info;
-        unsigned char data[256];
-        size_t len = 0;
-        int unavailable = 0;
-        REQUIRE(posix_trace_getnext_event(trid, &info, data, sizeof data, &len, &unavailable) == 0);
-        REQUIRE(!unavailable);
-        if (info.posix_event_id >= POSIX_TRACE_USDT_EVENT_FIRST)
-            return;
-    }
+    posix_trace_event_info info;
+    do
+        REQUIRE(next_event_of(trid, info));
+    while (info.posix_event_id < POSIX_TRACE_USDT_EVENT_FIRST);
 }
 
 } // namespace
@@ -248,12 +248,8 @@ TEST_CASE("namespace ids: each trace a thread reads in turn answers for its own 
     }
     // a trace's next event, the stream's own, has none; the others keep theirs
     posix_trace_event_info info;
-    unsigned char data[256];
-    size_t len = 0;
-    int unavailable = 0;
     LogGuard other(log.path());
-    REQUIRE(posix_trace_getnext_event(other.get(), &info, data, sizeof data, &len, &unavailable) ==
-            0);
+    REQUIRE(next_event_of(other.get(), info));
     REQUIRE(info.posix_event_id == POSIX_TRACE_START);
     CHECK(posix_trace_event_namespace_ids(other.get(), &ids) == ENODATA);
     REQUIRE(posix_trace_event_namespace_ids(opened.front()->get(), &ids) == 0);

@@ -78,21 +78,27 @@ struct LastEventIds {
     EventNamespaceIds ids;
 };
 constinit thread_local LastEventIds last_event_ids __attribute__((tls_model("initial-exec"))) = {};
-thread_local std::vector<LastEventIds> earlier_traces_ids;
-
-// More traces than that read in turn by one thread: those closed since are
-// forgotten, so that what is kept is bounded by what is open.
-constexpr size_t kEarlierTracesKept = 16;
+// The others, and how many of them there may be before those closed since
+// are looked for: twice what was open at the last look, so that what is
+// kept is bounded by what is open and a thread reading many open traces in
+// turn does not look at every switch.
+struct EarlierTracesIds {
+    std::vector<LastEventIds> kept;
+    size_t look_at = 16;
+};
+thread_local EarlierTracesIds earlier_traces_ids;
 
 void remember_event_ids(trace_id_t trid, const EventNamespaceIds &ids)
 {
     if (last_event_ids.trid != trid && last_event_ids.trid != 0) {
-        std::vector<LastEventIds> &earlier = earlier_traces_ids;
-        std::erase_if(earlier, [trid](const LastEventIds &kept) { return kept.trid == trid; });
-        if (earlier.size() >= kEarlierTracesKept)
-            std::erase_if(earlier,
+        EarlierTracesIds &earlier = earlier_traces_ids;
+        std::erase_if(earlier.kept, [trid](const LastEventIds &kept) { return kept.trid == trid; });
+        if (earlier.kept.size() >= earlier.look_at) {
+            std::erase_if(earlier.kept,
                           [](const LastEventIds &kept) { return !readable_of(kept.trid); });
-        earlier.push_back(last_event_ids);
+            earlier.look_at = std::max<size_t>(16, 2 * earlier.kept.size());
+        }
+        earlier.kept.push_back(last_event_ids);
     }
     last_event_ids = {trid, ids};
 }
@@ -101,7 +107,7 @@ const EventNamespaceIds *event_ids_read_last(trace_id_t trid)
 {
     if (last_event_ids.trid == trid)
         return &last_event_ids.ids;
-    for (const LastEventIds &kept : earlier_traces_ids)
+    for (const LastEventIds &kept : earlier_traces_ids.kept)
         if (kept.trid == trid)
             return &kept.ids;
     return nullptr;
