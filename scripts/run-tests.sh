@@ -9,7 +9,7 @@ set -uo pipefail
 binary=$1; shift
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-total_passed=0 total_failed=0 status=0
+total_passed=0 total_failed=0 status=0 failures=""
 
 # The tests of streams of the calling process carry the tag [self-tracing]:
 # every test case of a file that creates one by name must (files that do it
@@ -41,6 +41,10 @@ run_pass() {
         passed=0; failed=1
         [ "$pass_status" -eq 0 ] && pass_status=1
     fi
+    failures+=$(awk '
+        /^-+$/ && length($0) == 79 { header = !header; if (header) name = ""; next }
+        header && name == "" { name = $0; next }
+        /FAILED:$/ { print "  " name ": " $0 }' "$log")$'\n'
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))
     [ "$pass_status" -ne 0 ] && status=$pass_status
@@ -52,6 +56,11 @@ else
     run_pass "$binary" --durations no
     echo "== again, user events through the uprobe (POSIXTRACE_USER_EVENTS=kernel)"
     run_pass env POSIXTRACE_USER_EVENTS=kernel "$binary" --durations no "[self-tracing]"
+fi
+# The failing cases again, last, where a reader of the output's tail sees them.
+if [ "$total_failed" -ne 0 ] && [ -n "${failures//$'\n'/}" ]; then
+    echo "failed:"
+    printf '%s' "$failures" | grep -v '^$'
 fi
 echo "$total_passed passed, $total_failed failed"
 exit "$status"
