@@ -261,8 +261,8 @@ TEST_CASE("cli: threads prints every thread of a command that creates and ends 1
 TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[cli]")
 {
     const std::string session = "posixtrace-test-" + std::to_string(getpid());
-    std::string command =
-        cli_path() + " threads -- " + helper_path("thread_workload") + " churn 8; sleep 30";
+    std::string command = cli_path() + " threads -- " + helper_path("thread_workload") +
+                          " churn 8; echo ENDED; sleep 30";
     REQUIRE(std::system(("tmux new-session -d -s " + session + " -x 80 -y 24 \"" + command + "\"")
                             .c_str()) == 0);
     auto capture = [&] { return shell_output("tmux capture-pane -p -t " + session); };
@@ -282,6 +282,12 @@ TEST_CASE("cli: threads under a terminal multiplexer shows the threads live", "[
         usleep(50000);
         last = capture();
     }
+    // The session is killed only once posixtrace has exited: a sanitizer
+    // build's leak check at exit stops its threads with ptrace, and the
+    // SIGCONT of the session's end would cancel a stop not yet taken, leaving
+    // the process stopped for ever (its BPF side attached).
+    for (int tries = 0; tries < 600 && capture().find("ENDED") == std::string::npos; ++tries)
+        usleep(50000);
     std::system(("tmux kill-session -t " + session).c_str());
 
     INFO(live);
