@@ -242,12 +242,13 @@ TEST_CASE("64 threads: td_create, td_death and td_reap for each; td_concurrency 
     std::vector<TdEvent> events;
     Losses lost;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!account_reaps(events, frees).settled(64) &&
-           std::chrono::steady_clock::now() < deadline) {
+    for (;;) {
         auto more = thread_events(stream.get(), &lost);
         events.insert(events.end(), more.begin(), more.end());
-        if (!account_reaps(events, frees).settled(64))
-            usleep(10000);
+        if (account_reaps(events, frees).settled(64) ||
+            std::chrono::steady_clock::now() >= deadline)
+            break;
+        usleep(10000);
     }
     uint64_t free_misses = recursion_misses_of("td_process_free");
     REQUIRE(posix_trace_stop(stream.get()) == 0);

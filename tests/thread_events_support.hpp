@@ -135,12 +135,6 @@ inline size_t count(const std::vector<TdEvent> &events, td_event_e event, pid_t 
     return n;
 }
 
-inline size_t count_events(const std::vector<TdEvent> &events, td_event_e event)
-{
-    return size_t(std::count_if(events.begin(), events.end(),
-                                [event](const TdEvent &e) { return e.event == event; }));
-}
-
 struct SwitchCounts {
     long voluntary = -1;
     long involuntary = -1;

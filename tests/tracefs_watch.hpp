@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <sstream>
 #include <string>
 
 namespace test_support {
@@ -21,7 +20,8 @@ class TracefsWatch {
 public:
     // `event` as "system/name"; `filter` in tracefs's filter language.
     TracefsWatch(const std::string &event, const std::string &filter)
-        : path_("/sys/kernel/tracing/instances/posixtrace-test-" + std::to_string(getpid()))
+        : path_("/sys/kernel/tracing/instances/posixtrace-test-" + std::to_string(getpid())),
+          event_(event)
     {
         std::error_code error;
         std::filesystem::remove(path_, error); // one left by a test that was killed
@@ -29,7 +29,6 @@ public:
         write("buffer_size_kb", "1024");
         write("events/" + event + "/filter", filter);
         write("events/" + event + "/enable", "1");
-        event_ = event;
     }
     ~TracefsWatch()
     {

@@ -82,9 +82,10 @@ constinit thread_local LastEventIds last_event_ids __attribute__((tls_model("ini
 // are looked for: twice what was open at the last look, so that what is
 // kept is bounded by what is open and a thread reading many open traces in
 // turn does not look at every switch.
+constexpr size_t kEarlierTracesFirstLook = 16;
 struct EarlierTracesIds {
     std::vector<LastEventIds> kept;
-    size_t look_at = 16;
+    size_t look_at = kEarlierTracesFirstLook;
 };
 thread_local EarlierTracesIds earlier_traces_ids;
 
@@ -96,7 +97,7 @@ void remember_event_ids(trace_id_t trid, const EventNamespaceIds &ids)
         if (earlier.kept.size() >= earlier.look_at) {
             std::erase_if(earlier.kept,
                           [](const LastEventIds &kept) { return !readable_of(kept.trid); });
-            earlier.look_at = std::max<size_t>(16, 2 * earlier.kept.size());
+            earlier.look_at = std::max(kEarlierTracesFirstLook, 2 * earlier.kept.size());
         }
         earlier.kept.push_back(last_event_ids);
     }
