@@ -107,9 +107,10 @@ $(BUILD)/gen/clickhouse_schema.inc: share/clickhouse.sql
 $(BUILD)/obj/userspace/cli/push/clickhouse_schema.o: $(BUILD)/gen/clickhouse_schema.inc
 
 # The tests link the CLI's export writers and the report's page to test
-# them on synthetic events,
+# them on synthetic events (and push's Native blocks, checked byte by byte),
 TEST_CLI_OBJS := $(filter-out %/export_command.o,$(filter $(BUILD)/obj/userspace/cli/export/% \
                  $(BUILD)/obj/userspace/cli/event_format.o $(BUILD)/obj/userspace/cli/safe_text.o \
+                 $(BUILD)/obj/userspace/cli/push/native_block.o \
                  $(BUILD)/obj/userspace/cli/report/timeline.o \
                  $(BUILD)/obj/userspace/cli/report/report_page.o \
                  $(BUILD)/obj/userspace/cli/report/report_assets.o \
@@ -317,7 +318,7 @@ FUZZERS       := log_reader usdt_notes name_table outputs
 FUZZ_BINS     := $(FUZZERS:%=$(FUZZ_BUILD)/%_fuzzer)
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_CLI_SRCS := $(addprefix userspace/cli/,event_format.cpp safe_text.cpp export/chrome_writer.cpp \
-                 export/event_rows.cpp export/output_file.cpp report/report_page.cpp report/report_assets.cpp \
+                 export/event_rows.cpp push/event_block.cpp push/native_block.cpp export/output_file.cpp report/report_page.cpp report/report_assets.cpp \
                  report/timeline.cpp threads/thread_table.cpp)
 FUZZ_CLI_OBJS := $(FUZZ_CLI_SRCS:%.cpp=$(FUZZ_BUILD)/obj/%.o)
 

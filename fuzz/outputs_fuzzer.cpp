@@ -11,9 +11,10 @@
 //   parser, names equal to the input where it is UTF-8;
 // - the HTML report: its data block parses as JSON and holds no "</", the page
 //   has exactly its two script elements;
-// - the rows of the jsonl export and of push (EventRows): a JSON object a
-//   line, or a TabSeparated row of exactly its columns, the text in them
-//   read back to the text (made valid UTF-8 for TabSeparated).
+// - the rows of the jsonl export (EventRows): a JSON object a line; and
+//   push's blocks of them (EventBlock): a Native block of exactly its
+//   columns and rows, the texts in it the text made valid UTF-8, the payload
+//   the bytes.
 // `make fuzz` builds it; scripts/fuzz.sh runs it.
 #include "fuzz_check.hpp"
 #include <posix_trace/events.h>
@@ -36,6 +37,7 @@
 #include "cli/event_format.hpp"
 #include "cli/export/chrome_writer.hpp"
 #include "cli/export/event_rows.hpp"
+#include "cli/push/event_block.hpp"
 #include "cli/report/report_page.hpp"
 #include "cli/report/timeline.hpp"
 #include "cli/safe_text.hpp"
@@ -274,40 +276,6 @@ void check_report(const Events &events, const std::string &path)
     FUZZ_CHECK(scripts == 2); // no element injected by a name
 }
 
-// ClickHouse's TabSeparated escapes read back; false on one it does not write.
-bool tab_unescape(const std::string &field, std::string &bytes)
-{
-    bytes.clear();
-    for (size_t i = 0; i < field.size(); ++i) {
-        if (field[i] != '\\') {
-            bytes += field[i];
-            continue;
-        }
-        if (++i == field.size())
-            return false;
-        switch (field[i]) {
-        case '\\':
-            bytes += '\\';
-            break;
-        case 't':
-            bytes += '\t';
-            break;
-        case 'n':
-            bytes += '\n';
-            break;
-        case 'r':
-            bytes += '\r';
-            break;
-        case '0':
-            bytes += '\0';
-            break;
-        default:
-            return false;
-        }
-    }
-    return true;
-}
-
 std::vector<std::string> split_on(const std::string &text, char separator)
 {
     std::vector<std::string> parts(1);
@@ -319,6 +287,72 @@ std::vector<std::string> split_on(const std::string &text, char separator)
     return parts;
 }
 
+// A Native block read back as the server reads it: per column its name,
+// type and values (each value's bytes; a String's without its length).
+struct NativeColumn {
+    std::string name, type;
+    std::vector<std::string> values;
+};
+
+struct NativeReader {
+    const std::string &bytes;
+    size_t at = 0;
+
+    uint64_t varint()
+    {
+        uint64_t value = 0;
+        for (int shift = 0;; shift += 7) {
+            FUZZ_CHECK(at < bytes.size() && shift < 64);
+            uint8_t byte = uint8_t(bytes[at++]);
+            value |= uint64_t(byte & 0x7f) << shift;
+            if (byte < 0x80)
+                return value;
+        }
+    }
+    std::string take(uint64_t length)
+    {
+        FUZZ_CHECK(length <= bytes.size() - at);
+        std::string value = bytes.substr(at, length);
+        at += length;
+        return value;
+    }
+    std::string string() { return take(varint()); }
+};
+
+size_t fixed_width(const std::string &type)
+{
+    if (type == "UUID")
+        return 16;
+    if (type == "UInt64" || type == "Int64")
+        return 8;
+    FUZZ_CHECK(type == "UInt32" || type == "Int32");
+    return 4;
+}
+
+std::vector<NativeColumn> read_native(const std::string &bytes, size_t &rows)
+{
+    NativeReader reader{bytes};
+    size_t columns = reader.varint();
+    rows = reader.varint();
+    std::vector<NativeColumn> read(columns);
+    for (NativeColumn &column : read) {
+        column.name = reader.string();
+        column.type = reader.string();
+        for (size_t row = 0; row < rows; ++row)
+            column.values.push_back(
+                column.type == "String" ? reader.string() : reader.take(fixed_width(column.type)));
+    }
+    FUZZ_CHECK(reader.at == bytes.size());
+    return read;
+}
+
+uint64_t little_endian(const std::string &bytes)
+{
+    uint64_t value = 0;
+    std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));
+    return value;
+}
+
 // The hostile text as the host's name and the stream's, the thread's (a
 // td event names its thread, the event's own) and the events'.
 void check_rows(const Events &events, const Hostile &h)
@@ -328,42 +362,50 @@ void check_rows(const Events &events, const Hostile &h)
     std::memcpy(origin.host_name, h.comm.data(), h.comm.size());
     description.origin = origin;
     const size_t thread_named = 2; // the td event's index in Events
-    for (EventRows::Format format :
-         {EventRows::Format::JsonObject, EventRows::Format::TabSeparated}) {
-        EventRows rows(description, format);
-        std::string out;
-        for (size_t i = 0; i < events.size(); ++i)
-            rows.append_row(events.logged(i), out);
-        FUZZ_CHECK(!out.empty() && out.back() == '\n');
-        std::vector<std::string> lines = split_on(out.substr(0, out.size() - 1), '\n');
-        FUZZ_CHECK(lines.size() == events.size());
-        for (size_t i = 0; i < lines.size(); ++i) {
-            if (format == EventRows::Format::JsonObject) {
-                auto row = nlohmann::json::parse(lines[i], nullptr, false);
-                FUZZ_CHECK(!row.is_discarded() && row.is_object() && row["fields"].is_object());
-                FUZZ_CHECK(row["sequence"] == i);
-                if (is_utf8(events.names[i]))
-                    FUZZ_CHECK(row["event.name"] == events.names[i]);
-                if (is_utf8(h.comm)) {
-                    FUZZ_CHECK(row["host.name"] == h.comm);
-                    if (i == thread_named)
-                        FUZZ_CHECK(row["thread.name"] == h.comm);
-                }
-                continue;
-            }
-            std::vector<std::string> fields = split_on(lines[i], '\t'), text(fields.size());
-            FUZZ_CHECK(fields.size() == split_on(EventRows::tab_separated_columns(), ',').size());
-            for (size_t f = 0; f < fields.size(); ++f)
-                FUZZ_CHECK(tab_unescape(fields[f], text[f]));
-            FUZZ_CHECK(text[0] == valid_utf8(h.comm) && text[3] == valid_utf8(h.name));
-            FUZZ_CHECK(text[4] == std::to_string(i));
-            FUZZ_CHECK(text[10] == valid_utf8(events.names[i]));
+    EventRows json_rows(description, EventRows::Format::JsonObject);
+    std::string out;
+    for (size_t i = 0; i < events.size(); ++i)
+        json_rows.append_json_row(events.logged(i), out);
+    FUZZ_CHECK(!out.empty() && out.back() == '\n');
+    std::vector<std::string> lines = split_on(out.substr(0, out.size() - 1), '\n');
+    FUZZ_CHECK(lines.size() == events.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+        auto row = nlohmann::json::parse(lines[i], nullptr, false);
+        FUZZ_CHECK(!row.is_discarded() && row.is_object() && row["fields"].is_object());
+        FUZZ_CHECK(row["sequence"] == i);
+        if (is_utf8(events.names[i]))
+            FUZZ_CHECK(row["event.name"] == events.names[i]);
+        if (is_utf8(h.comm)) {
+            FUZZ_CHECK(row["host.name"] == h.comm);
             if (i == thread_named)
-                FUZZ_CHECK(text[9] == valid_utf8(h.comm));
-            auto decoded = nlohmann::json::parse(text[16], nullptr, false);
-            FUZZ_CHECK(!decoded.is_discarded() && decoded.is_object());
+                FUZZ_CHECK(row["thread.name"] == h.comm);
         }
     }
+
+    EventRows rows(description, EventRows::Format::Utf8Text);
+    EventBlock block(description, EventBlock::Payload::Bytes);
+    for (size_t i = 0; i < events.size(); ++i)
+        block.append(rows.row(events.logged(i)));
+    std::string bytes;
+    block.finish(bytes);
+    size_t read_rows = 0;
+    std::vector<NativeColumn> columns = read_native(bytes, read_rows);
+    FUZZ_CHECK(read_rows == events.size() && columns.size() == 19);
+    FUZZ_CHECK(columns[0].name == "host.name" && columns[13].name == "data");
+    for (size_t i = 0; i < read_rows; ++i) {
+        FUZZ_CHECK(columns[0].values[i] == valid_utf8(h.comm));
+        FUZZ_CHECK(columns[3].values[i] == valid_utf8(h.name));
+        FUZZ_CHECK(little_endian(columns[4].values[i]) == i);
+        FUZZ_CHECK(columns[10].values[i] == valid_utf8(events.names[i]));
+        if (i == thread_named)
+            FUZZ_CHECK(columns[9].values[i] == valid_utf8(h.comm));
+        const LoggedEvent &event = events.logged(i);
+        FUZZ_CHECK(columns[13].values[i] ==
+                   std::string(reinterpret_cast<const char *>(event.data), event.length));
+        auto decoded = nlohmann::json::parse(columns[16].values[i], nullptr, false);
+        FUZZ_CHECK(!decoded.is_discarded() && decoded.is_object());
+    }
+    FUZZ_CHECK(block.rows() == 0); // emptied for the next
 }
 
 } // namespace

@@ -24,6 +24,21 @@ namespace clickhouse_support {
 using cli_support::Run;
 using cli_support::run_shell;
 
+// The events table as the first release made it: the payload as text, and
+// none of the columns added since (push adds them).
+inline const char *const kFirstReleaseEventsTable = R"(CREATE DATABASE posixtrace;
+CREATE TABLE posixtrace.events
+(
+    `host.name` String, `host.boot_id` UUID, `stream.id` UUID, `stream.name` String,
+    sequence UInt64, time_unix_nano UInt64, time_monotonic_ns Int64, `process.pid` Int32,
+    `thread.id` Int32, `thread.name` String, `event.name` String, `event.class` String,
+    `event.id` UInt32, data_hex String, truncated String, lost_before UInt64, fields String,
+    time DateTime MATERIALIZED toDateTime(intDiv(time_unix_nano, 1000000000))
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (`host.name`, `process.pid`, time_unix_nano, `stream.id`, sequence);
+)";
+
 // A loopback port nobody listens on now (the kernel's pick among the free).
 inline int free_port()
 {
@@ -95,6 +110,12 @@ public:
         std::ofstream(file) << sql;
         return run_shell("clickhouse-client --host 127.0.0.1 --port " + std::to_string(tcp_port_) +
                          " --multiquery < " + file);
+    }
+    // `insert` (an INSERT ... FORMAT) with the rows of `file` after it.
+    Run insert(const std::string &insert, const std::string &file) const
+    {
+        return run_shell("clickhouse-client --host 127.0.0.1 --port " + std::to_string(tcp_port_) +
+                         " --query '" + insert + "' < " + file);
     }
     // The query's result, which must come.
     std::string answer(const std::string &sql) const

@@ -437,25 +437,6 @@ TEST_CASE("namespace ids: a log whose ids record belongs to no event is damaged"
     expect_refused(log);
 }
 
-namespace {
-
-// The schema as a push before the namespace columns made it.
-std::string schema_without_namespace_columns()
-{
-    std::ifstream file(std::string(POSIXTRACE_SOURCE_DIR) + "/share/clickhouse.sql");
-    std::string schema, line;
-    while (std::getline(file, line))
-        if (line.find("vpid") == std::string::npos && line.find("vtid") == std::string::npos &&
-            line.find("Added after") == std::string::npos)
-            schema += line + "\n";
-    size_t last_column = schema.find("1000000000)),");
-    REQUIRE(last_column != std::string::npos);
-    schema.erase(last_column + std::strlen("1000000000))"), 1);
-    return schema;
-}
-
-} // namespace
-
 TEST_CASE("namespace ids: dump, export and push show them; a table made before them gets them",
           "[namespace][cli][push][clickhouse]")
 {
@@ -489,7 +470,7 @@ TEST_CASE("namespace ids: dump, export and push show them; a table made before t
     CHECK(exported_with == dumped_with);
 
     clickhouse_support::ClickHouseServer server;
-    server.answer(schema_without_namespace_columns());
+    server.answer(clickhouse_support::kFirstReleaseEventsTable);
     cli_support::Run push = cli_support::run_cli("push --clickhouse " + server.url() + " " + log);
     INFO(push.err);
     REQUIRE(push.status == 0);

@@ -30,35 +30,6 @@ void append_hex(std::string &out, const unsigned char *data, size_t length)
     }
 }
 
-// ClickHouse's TabSeparated escapes: what would end a value or a row.
-std::string tab_separated(std::string_view value)
-{
-    std::string out;
-    out.reserve(value.size());
-    for (char c : value) {
-        switch (c) {
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\0':
-            out += "\\0";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
-}
-
 } // namespace
 
 EventRows::EventRows(const LogDescription &description, Format format)
@@ -71,7 +42,6 @@ EventRows::EventRows(const LogDescription &description, Format format)
         stream_id_ = text(uuid_text(origin->stream_id));
         realtime_offset_ns_ = origin->realtime_offset_ns;
     }
-    row_start_ = host_ + '\t' + boot_id_ + '\t' + stream_id_ + '\t' + stream_name_ + '\t';
 }
 
 // An event type's name keeps its text for the whole log (EventNames); a
@@ -86,15 +56,7 @@ const std::string &EventRows::name_text(const LoggedEvent &event)
 
 std::string EventRows::text(std::string_view value) const
 {
-    return format_ == Format::JsonObject ? json_string(value) : tab_separated(valid_utf8(value));
-}
-
-const char *EventRows::tab_separated_columns()
-{
-    return "`host.name`, `host.boot_id`, `stream.id`, `stream.name`, sequence, time_unix_nano, "
-           "time_monotonic_ns, `process.pid`, `thread.id`, `thread.name`, `event.name`, "
-           "`event.class`, `event.id`, data_hex, truncated, lost_before, fields, `process.vpid`, "
-           "`thread.vtid`";
+    return format_ == Format::JsonObject ? json_string(value) : valid_utf8(value);
 }
 
 const char *EventRows::class_of(trace_event_id_t id)
@@ -120,16 +82,31 @@ void EventRows::remember_thread_name(const LoggedEvent &event)
     thread_names_[{event.info.posix_pid, pid_t(td.tid)}] = text(td.name);
 }
 
-void EventRows::append_row(const LoggedEvent &event, std::string &out)
+EventRow EventRows::row(const LoggedEvent &event)
 {
     remember_thread_name(event);
     auto named = thread_names_.find({event.info.posix_pid, event.info.posix_tid});
-    const std::string &thread_name = named == thread_names_.end() ? unnamed_thread_ : named->second;
-    if (format_ == Format::JsonObject)
-        append_json(event, thread_name, out);
-    else
-        append_tab_separated(event, thread_name, out);
+    const posix_trace_event_info &info = event.info;
+    uint64_t realtime_ns = timestamp_ns(info);
+    EventRow row{
+        .sequence = sequence_,
+        .time_unix_nano = realtime_ns,
+        .time_monotonic_ns = monotonic_ns(realtime_ns),
+        .pid = info.posix_pid,
+        .tid = info.posix_tid,
+        .vpid = event.namespace_ids ? event.namespace_ids->pid : 0,
+        .vtid = event.namespace_ids ? event.namespace_ids->tid : 0,
+        .thread_name = named == thread_names_.end() ? unnamed_thread_ : named->second,
+        .event_name = name_text(event),
+        .event_class = class_of(info.posix_event_id),
+        .event_id = info.posix_event_id,
+        .data = {reinterpret_cast<const char *>(event.data), event.length},
+        .truncated = truncation_name(info.posix_truncation_status),
+        .lost_before = lost_before_,
+        .fields = format_json_decoded_fields(info, event.data, event.length),
+    };
     count_row(event);
+    return row;
 }
 
 void EventRows::skip_row(const LoggedEvent &event)
@@ -149,89 +126,49 @@ void EventRows::count_row(const LoggedEvent &event)
     }
 }
 
-void EventRows::append_json(const LoggedEvent &event, const std::string &thread_name,
-                            std::string &out)
+void EventRows::append_json_row(const LoggedEvent &event, std::string &out)
 {
-    const posix_trace_event_info &info = event.info;
-    uint64_t realtime_ns = timestamp_ns(info);
+    bool namespaced = event.namespace_ids != nullptr;
+    EventRow row = this->row(event);
     out += '{';
     if (has_origin_)
         out += "\"host.name\":" + host_ + ",\"host.boot_id\":" + boot_id_ +
                ",\"stream.id\":" + stream_id_ + ",";
     out += "\"stream.name\":" + stream_name_ + ",\"sequence\":";
-    append_number(out, sequence_);
+    append_number(out, row.sequence);
     out += ",\"time_unix_nano\":";
-    append_number(out, realtime_ns);
+    append_number(out, row.time_unix_nano);
     if (has_origin_) {
         out += ",\"time_monotonic_ns\":";
-        append_number(out, monotonic_ns(realtime_ns));
+        append_number(out, row.time_monotonic_ns);
     }
     out += ",\"process.pid\":";
-    append_number(out, info.posix_pid);
+    append_number(out, row.pid);
     out += ",\"thread.id\":";
-    append_number(out, info.posix_tid);
-    if (event.namespace_ids) {
+    append_number(out, row.tid);
+    if (namespaced) {
         out += ",\"process.vpid\":";
-        append_number(out, event.namespace_ids->pid);
+        append_number(out, row.vpid);
         out += ",\"thread.vtid\":";
-        append_number(out, event.namespace_ids->tid);
+        append_number(out, row.vtid);
     }
-    out += ",\"thread.name\":" + thread_name + ",\"event.name\":" + name_text(event);
-    out += std::string(",\"event.class\":\"") + class_of(info.posix_event_id) + "\",\"event.id\":";
-    append_number(out, info.posix_event_id);
+    out += ",\"thread.name\":";
+    out += row.thread_name;
+    out += ",\"event.name\":";
+    out += row.event_name;
+    out += std::string(",\"event.class\":\"") + row.event_class + "\",\"event.id\":";
+    append_number(out, row.event_id);
     out += ",\"data_hex\":\"";
-    append_hex(out, event.data, event.length);
-    out += std::string("\",\"truncated\":\"") + truncation_name(info.posix_truncation_status) +
-           "\",\"lost_before\":";
-    append_number(out, lost_before_);
-    out += ",\"fields\":{" + format_json_decoded_fields(info, event.data, event.length) + "}}\n";
+    append_hex(out, reinterpret_cast<const unsigned char *>(row.data.data()), row.data.size());
+    out += std::string("\",\"truncated\":\"") + row.truncated + "\",\"lost_before\":";
+    append_number(out, row.lost_before);
+    out += ",\"fields\":{" + row.fields + "}}\n";
 }
 
 // Wraps (two's complement) where a hostile log's stamp and offset overflow.
 int64_t EventRows::monotonic_ns(uint64_t realtime_ns) const
 {
     return int64_t(realtime_ns - uint64_t(realtime_offset_ns_));
-}
-
-// Without an origin the host and stream columns are empty, which the
-// engine's UUID columns refuse: push does not send such a log.
-void EventRows::append_tab_separated(const LoggedEvent &event, const std::string &thread_name,
-                                     std::string &out)
-{
-    const posix_trace_event_info &info = event.info;
-    uint64_t realtime_ns = timestamp_ns(info);
-    out += row_start_;
-    append_number(out, sequence_);
-    out += '\t';
-    append_number(out, realtime_ns);
-    out += '\t';
-    append_number(out, monotonic_ns(realtime_ns));
-    out += '\t';
-    append_number(out, info.posix_pid);
-    out += '\t';
-    append_number(out, info.posix_tid);
-    out += '\t';
-    out += thread_name;
-    out += '\t';
-    out += name_text(event);
-    out += '\t';
-    out += class_of(info.posix_event_id);
-    out += '\t';
-    append_number(out, info.posix_event_id);
-    out += '\t';
-    append_hex(out, event.data, event.length);
-    out += '\t';
-    out += truncation_name(info.posix_truncation_status);
-    out += '\t';
-    append_number(out, lost_before_);
-    out += '\t';
-    std::string fields = format_json_decoded_fields(info, event.data, event.length);
-    out += fields.empty() ? "{}" : tab_separated("{" + fields + "}");
-    out += '\t';
-    append_number(out, event.namespace_ids ? event.namespace_ids->pid : 0);
-    out += '\t';
-    append_number(out, event.namespace_ids ? event.namespace_ids->tid : 0);
-    out += '\n';
 }
 
 } // namespace posixtrace::cli

@@ -19,7 +19,7 @@ public:
     void write(const LoggedEvent &event) override
     {
         line_.clear();
-        rows_.append_row(event, line_);
+        rows_.append_json_row(event, line_);
         out_.write(line_);
     }
     void finish() override { out_.close(); }

@@ -55,13 +55,15 @@ void LiveLogPush::follow(std::stop_token stop)
     if (!description.origin)
         throw std::runtime_error(log_->path() + ": the log has no stream id");
     uint64_t stored = pusher.stored_prefix(description);
-    EventRows rows(description, EventRows::Format::TabSeparated);
+    EventRows rows(description, EventRows::Format::Utf8Text);
+    EventBlock block = pusher.event_block(description);
     BatchSender sender(
         [&pusher](const std::string &batch, uint64_t before) { pusher.send_events(batch, before); },
         stored);
     std::string batch;
     auto handed_at = std::chrono::steady_clock::now();
     auto hand = [&] {
+        block.finish(batch);
         sender.hand(batch, rows.next_sequence());
         handed_at = std::chrono::steady_clock::now();
     };
@@ -71,13 +73,13 @@ void LiveLogPush::follow(std::stop_token stop)
                 rows.skip_row(event);
                 return;
             }
-            rows.append_row(event, batch);
-            if (batch.size() >= PushOptions{}.batch_bytes)
+            block.append(rows.row(event));
+            if (block.value_bytes() >= PushOptions{}.batch_bytes)
                 hand();
         });
         if (err)
             throw std::runtime_error(read_error_message(log_->path(), err, rows.next_sequence()));
-        if (!batch.empty() && std::chrono::steady_clock::now() - handed_at >= kSendAtLeastEvery)
+        if (block.rows() && std::chrono::steady_clock::now() - handed_at >= kSendAtLeastEvery)
             hand();
         wait_unless_stopped(stop, kLookEvery);
     }

@@ -20,8 +20,6 @@
 namespace posixtrace::cli {
 namespace {
 
-const std::string kInsertEvents = std::string("INSERT INTO posixtrace.events (") +
-                                  EventRows::tab_separated_columns() + ") FORMAT TabSeparated";
 const char *const kInsertStream = "INSERT INTO posixtrace.streams FORMAT JSONEachRow";
 
 std::string member(const char *key, const std::string &json_value)
@@ -80,9 +78,28 @@ std::string LogPusher::send(const std::string &query, const std::string &data,
     }
 }
 
-void LogPusher::send_events(const std::string &rows, uint64_t stored)
+void LogPusher::send_events(const std::string &block, uint64_t stored)
 {
-    send(kInsertEvents, rows, stored);
+    send(EventBlock::insert_query(payload()), block, stored);
+}
+
+// A table made before the payload was kept as bytes keeps data_hex as
+// text of its own.
+EventBlock::Payload LogPusher::payload()
+{
+    if (!payload_)
+        payload_ = send("SELECT count() FROM system.columns WHERE database = 'posixtrace' AND "
+                        "table = 'events' AND name = 'data_hex' AND default_kind = 'ALIAS' "
+                        "FORMAT TabSeparated",
+                        "", std::nullopt) == "1\n"
+                       ? EventBlock::Payload::Bytes
+                       : EventBlock::Payload::Hex;
+    return *payload_;
+}
+
+EventBlock LogPusher::event_block(const LogDescription &description)
+{
+    return EventBlock(description, payload());
 }
 
 void LogPusher::create_tables()
@@ -196,17 +213,17 @@ PushOutcome LogPusher::push(TraceLog &log, ReadTally &tally, int &read_error)
                                  "with --incomplete");
     PushOutcome outcome;
     outcome.already_stored = stored_prefix(description);
-    EventRows rows(description, EventRows::Format::TabSeparated);
+    EventRows rows(description, EventRows::Format::Utf8Text);
+    EventBlock block = event_block(description);
     StreamTally stream;
     std::string batch;
     BatchSender sender([this](const std::string &rows_of_batch,
                               uint64_t stored) { send_events(rows_of_batch, stored); },
                        outcome.already_stored);
     auto flush = [&] {
+        block.finish(batch);
         sender.hand(batch, rows.next_sequence());
-        batch.reserve(options_.batch_bytes + 64 * 1024);
     };
-    batch.reserve(options_.batch_bytes + 64 * 1024);
     read_error = log.read_all(tally, [&](const LoggedEvent &event) {
         stream.add(event);
         // Every event makes a row: the rows number the events and name the threads.
@@ -214,12 +231,12 @@ PushOutcome LogPusher::push(TraceLog &log, ReadTally &tally, int &read_error)
             rows.skip_row(event);
             return;
         }
-        rows.append_row(event, batch);
+        block.append(rows.row(event));
         ++outcome.sent;
-        if (batch.size() >= options_.batch_bytes)
+        if (block.value_bytes() >= options_.batch_bytes)
             flush();
     });
-    if (!batch.empty())
+    if (block.rows())
         flush();
     uint64_t stored = sender.finish();
     outcome.events = stream.events;

@@ -15,6 +15,7 @@
 #include "../read_progress.hpp"
 #include "../trace_log.hpp"
 #include "clickhouse_http.hpp"
+#include "event_block.hpp"
 
 namespace posixtrace::cli {
 
@@ -24,7 +25,7 @@ bool wait_unless_stopped(const std::stop_token &stop, std::chrono::milliseconds 
 
 struct PushOptions {
     unsigned retries = 5; // sent again this many times at most, waiting 0.25 s, 0.5 s, ...
-    size_t batch_bytes = 8u << 20;
+    size_t batch_bytes = 64u << 20; // of the columns' values
     // A log without its trailer (cut short, or its stream still running) is
     // pushed only when the user says its writer is gone: a log still written
     // may number its events differently at the next read (a LOOP log wraps,
@@ -74,9 +75,11 @@ public:
     // The pieces of a push for a log still being written (LiveLogPush).
     // How many of the stream's first events the server holds.
     uint64_t stored_prefix(const LogDescription &description);
-    // Inserts rows of EventRows::Format::TabSeparated; `stored`: what the
-    // server holds of the stream before them. Throws PushFailure.
-    void send_events(const std::string &rows, uint64_t stored);
+    // A block for the stream's rows, as the server's table keeps them.
+    EventBlock event_block(const LogDescription &description);
+    // Inserts a finished EventBlock of this pusher's; `stored`: what the
+    // server holds of the stream before it. Throws PushFailure.
+    void send_events(const std::string &block, uint64_t stored);
 
 private:
     struct StreamTally;
@@ -85,10 +88,12 @@ private:
     std::string stream_row(const LogDescription &description, const StreamTally &tally) const;
     bool has_event_column(const std::string &name);
     void add_missing_columns();
+    EventBlock::Payload payload();
 
     ClickHouseHttp &server_;
     PushOptions options_;
     std::stop_token stop_;
+    std::optional<EventBlock::Payload> payload_; // asked once
 };
 
 } // namespace posixtrace::cli

@@ -110,6 +110,12 @@ void add_push_command(CLI::App &app)
     command->add_option("--retries", options->push.retries,
                         "How many times a batch the server could not take is sent again "
                         "(waiting 0.25 s, then twice as long each time; default 5)");
+    command
+        ->add_option("--batch-size", options->push.batch_bytes,
+                     "About how many bytes of rows a batch holds (at most two are in memory; "
+                     "default 64MiB: the server writes fewer, larger parts)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(size_t(64) << 10, size_t(1) << 30));
     command->add_flag("--incomplete", options->push.incomplete,
                       "Push logs that do not end with their stream's shutdown (cut short); "
                       "only once their writer is gone");
